@@ -8,7 +8,8 @@
 //! - 0.3 ProtoJSON (REST, Hector): wrapper keys, `content` for parts,
 //!   `{"data":{"data":…}}`, `fileWithUri`, `TASK_STATE_CANCELLED`;
 //! - ACP run events (`type: "run.created"`, `message.part`, …);
-//! each with or without a JSON-RPC envelope.
+//!
+//! Each may come with or without a JSON-RPC envelope.
 
 use serde_json::{Map, Value};
 

@@ -586,7 +586,12 @@ impl<I: IdSource> Converter<I> {
         }
         let whole = message_text(message);
         let digest = TextDigest::of(&whole);
-        if whole.is_empty() || digest == self.run_text || self.recent_segments.contains(&digest) {
+        let open_segment = self.text.as_ref().map(|open| open.digest);
+        if whole.is_empty()
+            || digest == self.run_text
+            || open_segment == Some(digest)
+            || self.recent_segments.contains(&digest)
+        {
             return Repeat::Skip;
         }
         let streamed = self.run_text.len();
@@ -1010,6 +1015,12 @@ impl<I: IdSource> Converter<I> {
                 json!({ "toolCallId": &*tool_call_id, "error": error }),
             ));
         }
+        // AG-UI's tool message has no error flag in the event: an empty
+        // result of a failed call carries the error text instead.
+        let content = match error {
+            Some(error) if content.is_empty() => error,
+            _ => content,
+        };
         let message_id: Id = self.ids.next_id(IdKind::ToolResult).into();
         out.push(Event::ToolCallResult {
             message_id,
@@ -1090,6 +1101,9 @@ impl<I: IdSource> Converter<I> {
             if let Some(state) = self.artifacts.get_mut(id) {
                 state.parts_seen = 0;
             }
+        }
+        if !self.text.as_ref().is_some_and(|open| open.key.is(key)) {
+            self.close_text(out);
         }
         self.describe_artifact(artifact, id, out);
         let parts = array(artifact, "parts").unwrap_or(&[]);
