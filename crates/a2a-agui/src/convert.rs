@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 use crate::a2a::{
     self, ErrorReport, Item, Object, PartBody, TaskState, array, flag, metadata, object, text,
 };
-use crate::digest::TextDigest;
+use crate::digest::{TextDigest, WordHashBuilder};
 use crate::event::{AssistantRole, Event, Id, Interrupt, Outcome, ReasoningRole, ToolRole};
+use crate::fast::{self, FastItem, Shape};
 use crate::hints::{self, PartHints, PartRole};
 use crate::ids::{IdKind, IdSource, SequentialIds};
 
@@ -139,6 +140,9 @@ struct ToolState {
 struct ArtifactState {
     parts_seen: usize,
     description: Option<TextDigest>,
+    /// The fast reader's fingerprint of the raw description bytes, so that
+    /// repeated descriptions are skipped without parsing them.
+    raw_description: Option<u64>,
     commands: Option<TextDigest>,
 }
 
@@ -175,9 +179,9 @@ pub struct Converter<I = SequentialIds> {
     text: Option<OpenText>,
     last_text_id: Option<Id>,
     reasoning: Option<OpenReasoning>,
-    tools: HashMap<String, ToolState>,
-    artifacts: HashMap<String, ArtifactState>,
-    seen_messages: HashSet<String>,
+    tools: HashMap<String, ToolState, WordHashBuilder>,
+    artifacts: HashMap<String, ArtifactState, WordHashBuilder>,
+    seen_messages: HashSet<String, WordHashBuilder>,
     run_text: TextDigest,
     recent_segments: VecDeque<TextDigest>,
     ignored_after_finish: u64,
@@ -207,9 +211,9 @@ impl<I: IdSource> Converter<I> {
             text: None,
             last_text_id: None,
             reasoning: None,
-            tools: HashMap::new(),
-            artifacts: HashMap::new(),
-            seen_messages: HashSet::new(),
+            tools: HashMap::default(),
+            artifacts: HashMap::default(),
+            seen_messages: HashSet::default(),
             run_text: TextDigest::default(),
             recent_segments: VecDeque::new(),
             ignored_after_finish: 0,
@@ -263,7 +267,17 @@ impl<I: IdSource> Converter<I> {
             self.ignored_after_finish += 1;
             return;
         }
-        match serde_json::from_slice::<Value>(bytes) {
+        // Validating UTF-8 once for the whole payload is cheaper than the
+        // JSON reader checking each string it borrows.
+        let Ok(json) = std::str::from_utf8(bytes) else {
+            self.push_unreadable(bytes, out);
+            return;
+        };
+        if let Some(item) = fast::read(json) {
+            self.push_fast(item, out);
+            return;
+        }
+        match serde_json::from_str::<Value>(json) {
             Ok(value) => self.push_value(&value, out),
             Err(err) => {
                 self.items_seen += 1;
@@ -275,6 +289,16 @@ impl<I: IdSource> Converter<I> {
                 );
             }
         }
+    }
+
+    fn push_unreadable(&mut self, bytes: &[u8], out: &mut Vec<Event>) {
+        self.items_seen += 1;
+        self.start_run(None, None, out);
+        let message = match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+            Err(err) => format!("upstream sent an event that is not valid JSON: {err}"),
+            Ok(_) => "upstream sent an event that is not valid UTF-8".to_owned(),
+        };
+        self.fail_run(codes::MALFORMED_EVENT, message, out);
     }
 
     /// One parsed stream item.
@@ -295,6 +319,8 @@ impl<I: IdSource> Converter<I> {
             Item::ArtifactUpdate(update) => self.on_artifact_update(update, value, out),
             Item::Error(report) => self.fail_run(&report.code, report.message, out),
             Item::Acp(kind, event) => self.on_acp(kind, event, value, out),
+            // A bare `null` carries nothing to forward, and RAW.event may not be null.
+            Item::Unknown if value.is_null() => {}
             Item::Unknown => out.push(raw(value.clone())),
         }
     }
@@ -654,6 +680,7 @@ impl<I: IdSource> Converter<I> {
     fn convert_part_value(&mut self, part: &Value, context: PartContext<'_>, out: &mut Vec<Event>) {
         match part.as_object() {
             Some(part) => self.convert_part(part, context, out),
+            None if part.is_null() => {}
             None => out.push(raw(part.clone())),
         }
     }
@@ -1081,8 +1108,8 @@ impl<I: IdSource> Converter<I> {
     // -- artifacts ----------------------------------------------------------
 
     fn on_artifact_update(&mut self, update: &Object, whole: &Value, out: &mut Vec<Event>) {
-        self.saw_task = true;
         let Some(artifact) = object(update, "artifact") else {
+            self.saw_task = true;
             out.push(raw(whole.clone()));
             return;
         };
@@ -1093,34 +1120,139 @@ impl<I: IdSource> Converter<I> {
         let last_chunk = flag(update, "lastChunk")
             .or_else(|| flag(artifact, "lastChunk"))
             .unwrap_or(false);
-        let key = KeyRef::Artifact(id);
-        if !append && self.artifacts.get(id).is_some_and(|a| a.parts_seen > 0) {
-            // A replacement: what was streamed stays, the new content is a
-            // new message.
-            self.close_text_of(key, out);
-            if let Some(state) = self.artifacts.get_mut(id) {
-                state.parts_seen = 0;
-            }
-        }
-        if !self.text.as_ref().is_some_and(|open| open.key.is(key)) {
-            self.close_text(out);
-        }
+        self.begin_artifact_chunk(id, append, out);
         self.describe_artifact(artifact, id, out);
         let parts = array(artifact, "parts").unwrap_or(&[]);
         let context = PartContext {
-            key,
+            key: KeyRef::Artifact(id),
             artifact_id: Some(id),
         };
         for part in parts {
             self.convert_part_value(part, context, out);
         }
+        self.end_artifact_chunk(id, parts.len(), last_chunk, out);
+        self.artifact_commands(artifact, id, out);
+    }
+
+    fn begin_artifact_chunk(&mut self, id: &str, append: bool, out: &mut Vec<Event>) {
+        self.saw_task = true;
+        let key = KeyRef::Artifact(id);
+        if !self.text.as_ref().is_some_and(|open| open.key.is(key)) {
+            self.close_text(out);
+        }
+        if !append && self.artifacts.get(id).is_some_and(|a| a.parts_seen > 0) {
+            // A replacement: what was streamed stays, the new content is a
+            // new message.
+            self.close_text(out);
+            if let Some(state) = self.artifacts.get_mut(id) {
+                state.parts_seen = 0;
+            }
+        }
+    }
+
+    fn end_artifact_chunk(
+        &mut self,
+        id: &str,
+        parts: usize,
+        last_chunk: bool,
+        out: &mut Vec<Event>,
+    ) {
         if let Some(state) = self.artifact_state(id) {
-            state.parts_seen += parts.len();
+            state.parts_seen += parts;
         }
         if last_chunk {
-            self.close_text_of(key, out);
+            self.close_text_of(KeyRef::Artifact(id), out);
         }
-        self.artifact_commands(artifact, id, out);
+    }
+
+    /// A plain-text item read by the fast reader: the same steps as the
+    /// lenient path takes for it.
+    fn push_fast(&mut self, item: FastItem<'_>, out: &mut Vec<Event>) {
+        self.items_seen += 1;
+        let node = item.payload();
+        let (context, task) = (node.context_id, node.task_id);
+        self.start_run(context, task, out);
+        self.remember_ids(context, task);
+        match (item.shape, &node.artifact) {
+            (Shape::ArtifactText, Some(artifact)) => {
+                let id = artifact.artifact_id.unwrap_or("");
+                self.begin_artifact_chunk(id, node.append.unwrap_or(false), out);
+                self.describe_raw_artifact(artifact, id, out);
+                for part in &artifact.parts {
+                    if let Some(delta) = &part.text {
+                        self.text(KeyRef::Artifact(id), delta, out);
+                    }
+                }
+                self.end_artifact_chunk(
+                    id,
+                    artifact.parts.len(),
+                    node.last_chunk.unwrap_or(false),
+                    out,
+                );
+            }
+            _ => {
+                self.saw_agent_message = true;
+                let message_id = node.message_id;
+                if let Some(id) = message_id
+                    && self.seen_messages.len() < MAX_TRACKED
+                    && !self.seen_messages.contains(id)
+                {
+                    self.seen_messages.insert(id.to_owned());
+                }
+                let key = KeyRef::Message(message_id.unwrap_or(""));
+                for part in node.parts.iter().flatten() {
+                    if let Some(delta) = &part.text {
+                        self.text(key, delta, out);
+                    }
+                }
+            }
+        }
+    }
+
+    fn describe_raw_artifact(
+        &mut self,
+        artifact: &fast::Artifact<'_>,
+        id: &str,
+        out: &mut Vec<Event>,
+    ) {
+        let fields = [
+            artifact.name,
+            artifact.description,
+            artifact.extensions,
+            artifact.metadata,
+        ];
+        if fields.iter().all(Option::is_none) {
+            return;
+        }
+        let raw_digest = {
+            use std::hash::{BuildHasher, Hash, Hasher};
+            let mut hasher = WordHashBuilder::default().build_hasher();
+            for field in fields {
+                field.map(|raw| raw.get()).hash(&mut hasher);
+            }
+            hasher.finish()
+        };
+        if self
+            .artifacts
+            .get(id)
+            .is_some_and(|a| a.raw_description == Some(raw_digest))
+        {
+            return;
+        }
+        let parse = |raw: Option<&serde_json::value::RawValue>| {
+            raw.and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
+        };
+        let [name, description, extensions, metadata] = fields.map(parse);
+        let metadata = metadata.as_ref().and_then(Value::as_object);
+        self.describe_artifact_fields(
+            id,
+            [name.as_ref(), description.as_ref(), extensions.as_ref()],
+            metadata,
+            out,
+        );
+        if let Some(state) = self.artifact_state(id) {
+            state.raw_description = Some(raw_digest);
+        }
     }
 
     /// Artifacts of a Task snapshot: only parts not yet streamed are new.
@@ -1152,36 +1284,47 @@ impl<I: IdSource> Converter<I> {
     }
 
     fn artifact_state(&mut self, id: &str) -> Option<&mut ArtifactState> {
-        if !self.artifacts.contains_key(id) && self.artifacts.len() >= MAX_TRACKED {
-            return None;
+        if !self.artifacts.contains_key(id) {
+            if self.artifacts.len() >= MAX_TRACKED {
+                return None;
+            }
+            // Only a new artifact pays for an owned key.
+            self.artifacts
+                .insert(id.to_owned(), ArtifactState::default());
         }
-        Some(self.artifacts.entry(id.to_owned()).or_default())
+        self.artifacts.get_mut(id)
     }
 
     /// `a2a.artifact` announces an artifact's name, description and metadata
     /// when they first appear or change.
     fn describe_artifact(&mut self, artifact: &Object, id: &str, out: &mut Vec<Event>) {
-        let mut value = Object::new();
-        for key in ["name", "description", "extensions"] {
-            if let Some(v) = artifact.get(key).filter(|v| !is_empty_value(v)) {
-                value.insert(key.to_owned(), v.clone());
-            }
-        }
-        if let Some(meta) = metadata(artifact) {
-            let rest: Object = meta
-                .iter()
-                .filter(|(k, _)| k.as_str() != "commands")
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            if !rest.is_empty() {
-                value.insert("metadata".to_owned(), Value::Object(rest));
-            }
-        }
-        if value.is_empty() {
+        let fields = ARTIFACT_FIELDS.map(|key| artifact.get(key));
+        self.describe_artifact_fields(id, fields, metadata(artifact), out);
+    }
+
+    /// `a2a.artifact` announces an artifact's name, description, extensions
+    /// and metadata (less `commands`, which has its own event) when they
+    /// first appear or change.
+    fn describe_artifact_fields(
+        &mut self,
+        id: &str,
+        fields: [Option<&Value>; 3],
+        metadata: Option<&Object>,
+        out: &mut Vec<Event>,
+    ) {
+        let fields = fields.map(|f| f.filter(|v| !is_empty_value(v)));
+        let metadata = metadata.filter(|m| m.keys().any(|k| k != "commands"));
+        if metadata.is_none() && fields.iter().all(Option::is_none) {
             return;
         }
-        let value = Value::Object(value);
-        let digest = TextDigest::of(&value.to_string());
+        let described_metadata = metadata.map(|m| {
+            m.iter()
+                .filter(|(k, _)| k.as_str() != "commands")
+                .collect::<Vec<_>>()
+        });
+        // Fingerprint the source values first: most chunks repeat the same
+        // description, and building the event for them would be waste.
+        let digest = TextDigest::of_json(&(fields, &described_metadata));
         let Some(state) = self.artifact_state(id) else {
             return;
         };
@@ -1189,11 +1332,21 @@ impl<I: IdSource> Converter<I> {
             return;
         }
         state.description = Some(digest);
-        let mut value = value;
-        if let Some(obj) = value.as_object_mut() {
-            obj.insert("artifactId".to_owned(), Value::from(id));
+        let mut value = Object::new();
+        for (key, field) in ARTIFACT_FIELDS.iter().zip(fields) {
+            if let Some(v) = field {
+                value.insert((*key).to_owned(), v.clone());
+            }
         }
-        out.push(custom("a2a.artifact", value));
+        if let Some(described) = described_metadata {
+            let rest: Object = described
+                .into_iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            value.insert("metadata".to_owned(), Value::Object(rest));
+        }
+        value.insert("artifactId".to_owned(), Value::from(id));
+        out.push(custom("a2a.artifact", Value::Object(value)));
     }
 
     /// The multimodal-interaction extension's client commands, verbatim.
@@ -1204,7 +1357,7 @@ impl<I: IdSource> Converter<I> {
         else {
             return;
         };
-        let digest = TextDigest::of(&commands.to_string());
+        let digest = TextDigest::of_json(commands);
         if let Some(state) = self.artifact_state(id) {
             if state.commands == Some(digest) {
                 return;
@@ -1271,7 +1424,11 @@ impl<I: IdSource> Converter<I> {
                 None => out.push(raw(whole.clone())),
             },
             "generic" => {
-                let value = event.get("generic").cloned().unwrap_or(Value::Null);
+                let value = event
+                    .get("generic")
+                    .filter(|g| !g.is_null())
+                    .cloned()
+                    .unwrap_or_else(|| Value::Object(event.clone()));
                 out.push(custom("acp.generic", value));
             }
             _ => out.push(raw(whole.clone())),
@@ -1300,6 +1457,7 @@ impl<I: IdSource> Converter<I> {
 }
 
 const UNKNOWN_TOOL: &str = "unknown_tool";
+const ARTIFACT_FIELDS: [&str; 3] = ["name", "description", "extensions"];
 
 fn custom(name: &str, value: Value) -> Event {
     Event::Custom {

@@ -3,6 +3,7 @@
 //! # Layout
 //! - [`a2a`]: lenient reading of every A2A dialect (0.2/0.3 JSON-RPC, 1.0,
 //!   0.3 ProtoJSON as REST and Hector send it) and of ACP run events.
+//! - `fast`: a borrowing reader for plain-text chunks, the hot path.
 //! - `hints`: the UI hints agents put in metadata (Hector, ACP, Agent Stack,
 //!   multimodal-interaction commands).
 //! - [`convert`]: the [`Converter`] state machine.
@@ -23,6 +24,7 @@ pub mod convert;
 mod digest;
 pub mod encode;
 pub mod event;
+mod fast;
 mod hints;
 pub mod ids;
 pub mod pipeline;

@@ -90,6 +90,10 @@ impl SseParser {
             self.after_cr = false;
             chunk = chunk.strip_prefix(b"\n").unwrap_or(chunk);
         }
+        // A `data:` line inside this chunk is not copied until a second data
+        // line or the chunk's end requires it: most events are one line.
+        let mut single_line: Option<(usize, usize)> = None;
+        let whole = chunk;
         while let Some(end) = memchr::memchr2(b'\n', b'\r', chunk) {
             let ending_len = match (chunk[end], chunk.get(end + 1)) {
                 (b'\r', Some(b'\n')) => 2,
@@ -100,7 +104,33 @@ impl SseParser {
                 _ => 1,
             };
             if self.line.is_empty() {
-                self.take_line(&chunk[..end], &mut on_event)?;
+                let line = &chunk[..end];
+                let offset = whole.len() - chunk.len();
+                match (line.strip_prefix(b"data:"), self.has_data) {
+                    (Some(value), false) if single_line.is_none() => {
+                        let value = value.strip_prefix(b" ").unwrap_or(value);
+                        self.check_size(value.len())?;
+                        let start = offset + (line.len() - value.len());
+                        single_line = Some((start, start + value.len()));
+                        self.has_data = true;
+                    }
+                    (None, _) if line.is_empty() && single_line.is_some() => {
+                        if let Some((start, stop)) = single_line.take() {
+                            on_event(SseEvent {
+                                name: (!self.name.is_empty()).then_some(self.name.as_str()),
+                                data: &whole[start..stop],
+                            });
+                        }
+                        self.name.clear();
+                        self.has_data = false;
+                    }
+                    _ => {
+                        if let Some((start, stop)) = single_line.take() {
+                            self.data.extend_from_slice(&whole[start..stop]);
+                        }
+                        self.take_line(line, &mut on_event)?;
+                    }
+                }
             } else {
                 self.extend_line(&chunk[..end])?;
                 let line = std::mem::take(&mut self.line);
@@ -110,6 +140,9 @@ impl SseParser {
                 outcome?;
             }
             chunk = &chunk[end + ending_len..];
+        }
+        if let Some((start, stop)) = single_line {
+            self.data.extend_from_slice(&whole[start..stop]);
         }
         self.extend_line(chunk)
     }

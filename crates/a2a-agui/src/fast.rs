@@ -1,0 +1,228 @@
+//! A typed, borrowing reader for the two shapes that make up nearly every
+//! event of a streaming answer: an artifact chunk of plain text and an agent
+//! message of plain text, in any envelope (JSON-RPC or bare, 0.3 `kind` or
+//! 1.0 wrapper key).
+//!
+//! It exists for speed only: parsing into `serde_json::Value` allocates a
+//! map per object and a string per string, which caps the converter well
+//! below a million events a second. This reader borrows strings from the
+//! input and skips what it does not need. Anything it is not certain about
+//! (a hint, a file or data part, commands, a field of an unexpected type —
+//! serde then fails the parse) is left to the lenient `Value` reader, so
+//! both readers always agree on the result.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::value::RawValue;
+
+// The envelope (JSON-RPC `result`, the 1.0 wrapper key) is read by a
+// hand-written seed that descends into the same flat `Node`: no box and no
+// move per level. Presence-only fields are `IgnoredAny` (zero-sized) and ids
+// borrow as `&str`; an id with an escape sequence cannot borrow and fails
+// the parse, which hands the item to the lenient reader.
+
+/// The payload fields of every envelope level, merged.
+#[derive(Default)]
+pub(crate) struct Node<'a> {
+    kind: Option<&'a str>,
+    pub task_id: Option<&'a str>,
+    pub context_id: Option<&'a str>,
+    pub message_id: Option<&'a str>,
+    role: Option<&'a str>,
+    pub artifact: Option<Artifact<'a>>,
+    pub append: Option<bool>,
+    pub last_chunk: Option<bool>,
+    pub parts: Option<Vec<Part<'a>>>,
+    metadata: Option<&'a RawValue>,
+    /// A key this reader leaves to the lenient one was present.
+    lenient_only: bool,
+}
+
+/// How deep the envelope may nest: JSON-RPC `result`, then the wrapper key.
+const MAX_DEPTH: u8 = 3;
+
+struct Level<'n, 'a> {
+    node: &'n mut Node<'a>,
+    depth: u8,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Level<'_, 'de> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Level<'_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an A2A stream item")
+    }
+
+    fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
+        let node = self.node;
+        while let Some(key) = map.next_key::<&'de str>()? {
+            match key {
+                "result" | "artifactUpdate" | "message" if self.depth < MAX_DEPTH => {
+                    map.next_value_seed(Level {
+                        node: &mut *node,
+                        depth: self.depth + 1,
+                    })?;
+                }
+                "kind" => node.kind = map.next_value()?,
+                "taskId" => node.task_id = map.next_value()?,
+                "contextId" => node.context_id = map.next_value()?,
+                "messageId" => node.message_id = map.next_value()?,
+                "role" => node.role = map.next_value()?,
+                "artifact" => node.artifact = map.next_value()?,
+                "append" => node.append = map.next_value()?,
+                "lastChunk" => node.last_chunk = map.next_value()?,
+                "parts" => node.parts = map.next_value()?,
+                "metadata" => node.metadata = map.next_value()?,
+                "error" | "status" | "task" | "statusUpdate" | "type" | "content" | "result"
+                | "artifactUpdate" | "message" => {
+                    node.lenient_only = true;
+                    map.next_value::<IgnoredAny>()?;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct Artifact<'a> {
+    #[serde(rename = "artifactId")]
+    pub artifact_id: Option<&'a str>,
+    #[serde(borrow)]
+    pub name: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub description: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub extensions: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub metadata: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub parts: Vec<Part<'a>>,
+    // 0.1 put these on the artifact; left to the lenient reader.
+    append: Option<IgnoredAny>,
+    #[serde(rename = "lastChunk")]
+    last_chunk: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct Part<'a> {
+    kind: Option<&'a str>,
+    #[serde(rename = "type")]
+    part_type: Option<IgnoredAny>,
+    #[serde(borrow)]
+    pub text: Option<Cow<'a, str>>,
+    metadata: Option<PartMetadata>,
+    file: Option<IgnoredAny>,
+    data: Option<IgnoredAny>,
+    raw: Option<IgnoredAny>,
+    url: Option<IgnoredAny>,
+    content: Option<IgnoredAny>,
+    content_type: Option<IgnoredAny>,
+}
+
+/// Only the keys that would make a part more than plain text.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct PartMetadata {
+    event_type: Option<IgnoredAny>,
+    agui_event_type: Option<IgnoredAny>,
+    block_type: Option<IgnoredAny>,
+    agui_block_type: Option<IgnoredAny>,
+    kind: Option<IgnoredAny>,
+}
+
+/// What the fast reader recognised, and which shape its payload has.
+pub(crate) struct FastItem<'a> {
+    node: Node<'a>,
+    pub shape: Shape,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    ArtifactText,
+    MessageText,
+}
+
+impl<'a> FastItem<'a> {
+    /// The artifact update or message, wherever the envelope put it.
+    pub(crate) fn payload(&self) -> &Node<'a> {
+        &self.node
+    }
+}
+
+/// `None` whenever the lenient reader must decide.
+pub(crate) fn read(json: &str) -> Option<FastItem<'_>> {
+    use serde::de::DeserializeSeed;
+    let mut node = Node::default();
+    let mut deserializer = serde_json::Deserializer::from_str(json);
+    Level {
+        node: &mut node,
+        depth: 0,
+    }
+    .deserialize(&mut deserializer)
+    .ok()?;
+    deserializer.end().ok()?;
+    if node.lenient_only {
+        return None;
+    }
+    let shape = if let Some(artifact) = &node.artifact {
+        let plain = matches!(node.kind, None | Some("artifact-update"))
+            && node.parts.is_none()
+            && artifact.append.is_none()
+            && artifact.last_chunk.is_none()
+            && artifact.parts.iter().all(Part::is_plain_text)
+            && !artifact
+                .metadata
+                .is_some_and(|m| m.get().contains("\"commands\""));
+        plain.then_some(Shape::ArtifactText)?
+    } else {
+        let plain = matches!(node.kind, None | Some("message"))
+            && node
+                .role
+                .is_some_and(|r| !r.eq_ignore_ascii_case("user") && r != "ROLE_USER")
+            && node.metadata.is_none_or(|m| m.get() == "{}")
+            && node
+                .parts
+                .as_ref()
+                .is_some_and(|parts| parts.iter().all(Part::is_plain_text));
+        plain.then_some(Shape::MessageText)?
+    };
+    Some(FastItem { node, shape })
+}
+
+impl Part<'_> {
+    fn is_plain_text(&self) -> bool {
+        let hinted = self.metadata.as_ref().is_some_and(|m| {
+            m.event_type.is_some()
+                || m.agui_event_type.is_some()
+                || m.block_type.is_some()
+                || m.agui_block_type.is_some()
+                || m.kind.is_some()
+        });
+        self.text.is_some()
+            && matches!(self.kind, None | Some("text"))
+            && !hinted
+            && self.part_type.is_none()
+            && self.file.is_none()
+            && self.data.is_none()
+            && self.raw.is_none()
+            && self.url.is_none()
+            && self.content.is_none()
+            && self.content_type.is_none()
+    }
+}

@@ -1,0 +1,509 @@
+//! Property tests: whatever the A2A input (valid, truncated, reordered,
+//! malformed, random bytes), the AG-UI output obeys `@ag-ui/client`'s
+//! `verifyEvents` rules and `ag-ui-validate`'s error- and warning-level rules.
+#![allow(clippy::expect_used, clippy::unwrap_used)] // test code: a panic is the failure report
+
+use std::collections::{HashMap, HashSet};
+
+use a2a_agui::{Converter, Dialect, Event, Options, StreamEnd, convert_recording};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+// ---------------------------------------------------------------------------
+// The rules, checked over the serialised events (what a client receives).
+
+fn check_sequence(events: &[Value]) -> Result<(), String> {
+    let first = events.first().ok_or("no events at all")?;
+    if first["type"] != "RUN_STARTED" {
+        return Err(format!("first event is {} (AGUI001)", first["type"]));
+    }
+    let last = events.last().ok_or("no events")?;
+    if last["type"] != "RUN_FINISHED" && last["type"] != "RUN_ERROR" {
+        return Err(format!("last event is {} (AGUI003/508)", last["type"]));
+    }
+    let (thread, run) = (first["threadId"].clone(), first["runId"].clone());
+    let mut open_text = HashSet::new();
+    let mut used_text = HashSet::new();
+    let mut open_tools: HashMap<String, String> = HashMap::new();
+    let mut ended_tools = HashSet::new();
+    let mut used_tools = HashSet::new();
+    let mut open_spans = HashSet::new();
+    let mut open_reasoning = HashSet::new();
+    let mut used_reasoning = HashSet::new();
+    let mut result_ids = HashSet::new();
+    for (index, event) in events.iter().enumerate() {
+        let kind = event["type"].as_str().ok_or("event without a type")?;
+        let at = |msg: String| format!("event {index} {kind}: {msg}");
+        let id = |key: &str| -> Result<String, String> {
+            event[key]
+                .as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| at(format!("{key} missing or not a string")))
+        };
+        if index > 0 && kind == "RUN_STARTED" {
+            return Err(at("second RUN_STARTED (AGUI002)".into()));
+        }
+        if index + 1 < events.len() && (kind == "RUN_FINISHED" || kind == "RUN_ERROR") {
+            return Err(at("terminal event before the end (AGUI004)".into()));
+        }
+        for (key, value) in event.as_object().ok_or("event is not an object")? {
+            if value.is_null() {
+                return Err(at(format!("field {key} is null")));
+            }
+        }
+        match kind {
+            "RUN_STARTED" | "RUN_ERROR" | "CUSTOM" | "RAW" => {}
+            "RUN_FINISHED" => {
+                if event["threadId"] != thread || event["runId"] != run {
+                    return Err(at("ids differ from RUN_STARTED (AGUI008)".into()));
+                }
+                if !open_text.is_empty() || !open_tools.is_empty() {
+                    return Err(at("text or tool call still open".into()));
+                }
+                if !open_spans.is_empty() || !open_reasoning.is_empty() {
+                    return Err(at("reasoning still open".into()));
+                }
+            }
+            "TEXT_MESSAGE_START" => {
+                let id = id("messageId")?;
+                if !used_text.insert(id.clone()) {
+                    return Err(at(format!("messageId {id} reused (AGUI104/106)")));
+                }
+                open_text.insert(id);
+            }
+            "TEXT_MESSAGE_CONTENT" => {
+                if !open_text.contains(&id("messageId")?) {
+                    return Err(at("content for a message not open (AGUI101)".into()));
+                }
+                if event["delta"].as_str().is_none_or(str::is_empty) {
+                    return Err(at("empty delta (AGUI105, fatal on 0.0.48)".into()));
+                }
+            }
+            "TEXT_MESSAGE_END" => {
+                if !open_text.remove(&id("messageId")?) {
+                    return Err(at("end for a message not open (AGUI102)".into()));
+                }
+            }
+            "TOOL_CALL_START" => {
+                let id = id("toolCallId")?;
+                if !used_tools.insert(id.clone()) {
+                    return Err(at(format!("toolCallId {id} reused (AGUI205)")));
+                }
+                if let Some(parent) = event.get("parentMessageId") {
+                    let parent = parent.as_str().ok_or("parentMessageId not a string")?;
+                    if !used_text.contains(parent) {
+                        return Err(at("parentMessageId names no message (AGUI208)".into()));
+                    }
+                }
+                id_check(event, "toolCallName").map_err(&at)?;
+                open_tools.insert(id, String::new());
+            }
+            "TOOL_CALL_ARGS" => {
+                let args = open_tools
+                    .get_mut(&id("toolCallId")?)
+                    .ok_or_else(|| at("args for a call not open (AGUI201)".into()))?;
+                args.push_str(event["delta"].as_str().ok_or("delta not a string")?);
+            }
+            "TOOL_CALL_END" => {
+                let id = id("toolCallId")?;
+                let args = open_tools
+                    .remove(&id)
+                    .ok_or_else(|| at("end for a call not open (AGUI202)".into()))?;
+                if !args.is_empty() && serde_json::from_str::<Value>(&args).is_err() {
+                    return Err(at(format!("arguments are not JSON: {args} (AGUI204)")));
+                }
+                ended_tools.insert(id);
+            }
+            "TOOL_CALL_RESULT" => {
+                let id = id("toolCallId")?;
+                if !ended_tools.contains(&id) {
+                    return Err(at(
+                        "result before END or for an unknown call (AGUI206/207)".into()
+                    ));
+                }
+                if !event["content"].is_string() || event["role"] != "tool" {
+                    return Err(at("content must be a string, role tool".into()));
+                }
+                let message_id = self::id_check(event, "messageId").map_err(&at)?;
+                if used_text.contains(&message_id) || !result_ids.insert(message_id) {
+                    return Err(at("result messageId reused".into()));
+                }
+            }
+            "REASONING_START" => {
+                if !open_spans.insert(id("messageId")?) {
+                    return Err(at("span already open".into()));
+                }
+            }
+            "REASONING_END" => {
+                if !open_spans.remove(&id("messageId")?) {
+                    return Err(at("span not open".into()));
+                }
+            }
+            "REASONING_MESSAGE_START" => {
+                let id = id("messageId")?;
+                if event["role"] != "reasoning" || !used_reasoning.insert(id.clone()) {
+                    return Err(at("bad or reused reasoning message".into()));
+                }
+                open_reasoning.insert(id);
+            }
+            "REASONING_MESSAGE_CONTENT" => {
+                if !open_reasoning.contains(&id("messageId")?) {
+                    return Err(at(
+                        "reasoning content for a message not open (AGUI401)".into()
+                    ));
+                }
+                if event["delta"].as_str().is_none_or(str::is_empty) {
+                    return Err(at("empty reasoning delta".into()));
+                }
+            }
+            "REASONING_MESSAGE_END" => {
+                if !open_reasoning.remove(&id("messageId")?) {
+                    return Err(at("reasoning end for a message not open".into()));
+                }
+            }
+            other => return Err(at(format!("event type {other} is not in the safe subset"))),
+        }
+        if kind == "CUSTOM" && !event["name"].as_str().is_some_and(|n| n.contains('.')) {
+            return Err(at("CUSTOM name is not namespaced".into()));
+        }
+    }
+    Ok(())
+}
+
+fn id_check(event: &Value, key: &str) -> Result<String, String> {
+    event[key]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| format!("{key} missing or empty"))
+}
+
+/// Splits an AG-UI SSE body the way `@ag-ui/client` does (LF only).
+fn parse_agui_body(body: &[u8]) -> Result<Vec<Value>, String> {
+    let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
+    if text.contains('\r') {
+        return Err("CR in the output".into());
+    }
+    let mut events = Vec::new();
+    for frame in text.split("\n\n").filter(|f| !f.is_empty()) {
+        let mut lines = frame.lines();
+        let line = lines.next().unwrap_or_default();
+        if lines.next().is_some() {
+            return Err(format!("frame of several lines: {frame:?}"));
+        }
+        let json = line
+            .strip_prefix("data: ")
+            .ok_or_else(|| format!("frame without data: {frame:?}"))?;
+        events.push(serde_json::from_str(json).map_err(|e| format!("{e}: {json}"))?);
+    }
+    Ok(events)
+}
+
+fn convert_items(items: &[Value], end: StreamEnd) -> Vec<Value> {
+    let mut converter = Converter::with_sequential_ids(Options::default());
+    let mut out: Vec<Event> = Vec::new();
+    for item in items {
+        converter.push_value(item, &mut out);
+    }
+    converter.finish(end, &mut out);
+    out.iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// Random A2A input, in every dialect and with every hint.
+
+fn small_id() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("a".to_owned()),
+        Just("b".to_owned()),
+        Just("c".to_owned()),
+        Just(String::new())
+    ]
+}
+
+fn state() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("submitted"),
+        Just("working"),
+        Just("TASK_STATE_WORKING"),
+        Just("input-required"),
+        Just("auth-required"),
+        Just("completed"),
+        Just("TASK_STATE_CANCELLED"),
+        Just("canceled"),
+        Just("failed"),
+        Just("rejected"),
+        Just("bogus"),
+    ]
+    .prop_map(str::to_owned)
+}
+
+fn text() -> impl Strategy<Value = String> {
+    prop_oneof![Just(String::new()), "[a-z é\n]{0,12}"]
+}
+
+fn metadata() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        3 => Just(Value::Null),
+        1 => (small_id(), any::<bool>()).prop_map(|(b, prefixed)| {
+            let k = |s: &str| if prefixed { format!("agui_{s}") } else { s.to_owned() };
+            json!({ k("event_type"): "thinking", k("block_id"): b, k("block_index"): 0.0 })
+        }),
+        1 => Just(json!({ "event_type": "thinking" })),
+        1 => (small_id(), prop::option::of(any::<bool>())).prop_map(|(id, fin)| {
+            let mut m = json!({ "event_type": "tool_call", "tool_call_id": id, "is_error": false });
+            if let Some(fin) = fin { m["is_final"] = json!(fin); }
+            m
+        }),
+        1 => small_id().prop_map(|id| json!({ "event_type": "tool_call", "tool_call_id": id, "tool_name": "t" })),
+        1 => small_id().prop_map(|id| json!({ "event_type": "thinking_complete", "block_id": id, "signature": "s" })),
+        1 => Just(json!({ "event_type": "error", "error_code": "E" })),
+        1 => Just(json!({ "kind": "citation", "url": "u", "start_index": 0, "end_index": 3 })),
+        1 => Just(json!({ "kind": "trajectory", "tool_name": "w", "tool_input": { "q": 1 }, "tool_output": { "r": 2 } })),
+        1 => Just(json!({ "kind": "trajectory", "message": "step" })),
+    ]
+}
+
+fn part() -> impl Strategy<Value = Value> {
+    let body = prop_oneof![
+        4 => text().prop_map(|t| json!({ "kind": "text", "text": t })),
+        2 => text().prop_map(|t| json!({ "text": t })),
+        1 => Just(json!({ "kind": "file", "file": { "uri": "https://x/y.png", "mimeType": "image/png" } })),
+        1 => Just(json!({ "url": "https://x/doc.pdf", "mediaType": "application/pdf" })),
+        1 => small_id().prop_map(|id| json!({ "kind": "data", "data": { "id": id, "name": "n", "arguments": { "q": "x" } } })),
+        1 => small_id().prop_map(|id| json!({ "data": { "data": { "tool_call_id": id, "content": "r", "error": "" } } })),
+        1 => Just(json!({ "kind": "data", "data": { "foo": 1 } })),
+        1 => text().prop_map(|t| json!({ "content_type": "text/plain", "content": t })),
+        1 => Just(json!(7)),
+    ];
+    (body, metadata()).prop_map(|(mut part, meta)| {
+        if !meta.is_null() && part.is_object() {
+            part["metadata"] = meta;
+        }
+        part
+    })
+}
+
+fn message() -> impl Strategy<Value = Value> {
+    (small_id(), prop::collection::vec(part(), 0..4), any::<bool>(), 0..3u8).prop_map(|(id, parts, user, meta)| {
+        let mut m = json!({ "messageId": id, "role": if user { "user" } else { "agent" }, "parts": parts });
+        match meta {
+            1 => m["metadata"] = json!({ "https://a2a-extensions.agentstack.beeai.dev/ui/citation/v1": { "citations": [{ "url": "u" }] } }),
+            2 => m["metadata"] = json!({ "https://a2a-extensions.beeai.dev/ui/trajectory/v1": { "title": "t" }, "x": 1 }),
+            _ => {}
+        }
+        m
+    })
+}
+
+fn artifact() -> impl Strategy<Value = Value> {
+    (
+        small_id(),
+        prop::collection::vec(part(), 0..3),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(id, parts, append, last, commands)| {
+            let mut a = json!({ "artifactId": id, "parts": parts });
+            if commands {
+                a["metadata"] = json!({ "commands": [{ "name": "C", "params": [] }] });
+            }
+            json!({ "artifact": a, "append": append, "lastChunk": last })
+        })
+}
+
+fn item() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        2 => state().prop_map(|s| json!({ "kind": "task", "id": "t1", "contextId": "c1", "status": { "state": s } })),
+        3 => (state(), prop::option::of(message()), any::<bool>()).prop_map(|(s, m, fin)| {
+            let mut status = json!({ "state": s });
+            if let Some(m) = m { status["message"] = m; }
+            json!({ "kind": "status-update", "taskId": "t1", "contextId": "c1", "status": status, "final": fin })
+        }),
+        5 => message().prop_map(|mut m| { m["kind"] = json!("message"); m }),
+        1 => message().prop_map(|m| json!({ "message": m })),
+        5 => artifact().prop_map(|mut a| { a["kind"] = json!("artifact-update"); a }),
+        1 => artifact().prop_map(|a| json!({ "jsonrpc": "2.0", "id": 1, "result": { "artifactUpdate": a } })),
+        1 => (state(), prop::collection::vec(artifact(), 0..3)).prop_map(|(s, arts)| {
+            let artifacts: Vec<Value> = arts.into_iter().map(|a| a["artifact"].clone()).collect();
+            json!({ "task": { "id": "t1", "contextId": "c1", "status": { "state": s }, "artifacts": artifacts } })
+        }),
+        1 => Just(json!({ "jsonrpc": "2.0", "id": 1, "error": { "code": -32001, "message": "nope" } })),
+        1 => prop_oneof![Just("run.created"), Just("message.part"), Just("run.completed"), Just("run.failed"), Just("generic")]
+            .prop_flat_map(|t| part().prop_map(move |p| json!({ "type": t, "part": p, "run": { "run_id": "r", "session_id": "s" } }))),
+        1 => Just(json!({ "unknown": true })),
+        1 => Just(json!(null)),
+    ]
+}
+
+fn end() -> impl Strategy<Value = StreamEnd> {
+    prop_oneof![
+        3 => Just(StreamEnd::Eof),
+        1 => Just(StreamEnd::Failed { code: "UPSTREAM_TIMEOUT".into(), message: "idle".into() }),
+    ]
+}
+
+fn sse_body(items: &[Value], crlf: bool) -> Vec<u8> {
+    let newline = if crlf { "\r\n" } else { "\n" };
+    let mut body = String::new();
+    for item in items {
+        body.push_str("data: ");
+        body.push_str(&item.to_string());
+        body.push_str(newline);
+        body.push_str(newline);
+    }
+    body.into_bytes()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: ProptestConfig::default().cases.max(512), ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_item_sequence_yields_a_valid_run(items in prop::collection::vec(item(), 0..14), end in end()) {
+        let events = convert_items(&items, end);
+        prop_assert!(check_sequence(&events).is_ok(), "{:?}\n{}", check_sequence(&events),
+            events.iter().map(Value::to_string).collect::<Vec<_>>().join("\n"));
+    }
+
+    #[test]
+    fn reordered_items_still_yield_a_valid_run(mut items in prop::collection::vec(item(), 1..10), seed in any::<u64>()) {
+        // A deterministic shuffle driven by the seed.
+        let mut state = seed | 1;
+        for i in (1..items.len()).rev() {
+            state ^= state << 13; state ^= state >> 7; state ^= state << 17;
+            items.swap(i, (state % (i as u64 + 1)) as usize);
+        }
+        let events = convert_items(&items, StreamEnd::Eof);
+        prop_assert!(check_sequence(&events).is_ok(), "{:?}", check_sequence(&events));
+    }
+
+    #[test]
+    fn truncated_sse_bodies_yield_a_valid_run(items in prop::collection::vec(item(), 1..8), crlf in any::<bool>(), cut in any::<prop::sample::Index>()) {
+        let body = sse_body(&items, crlf);
+        let cut = cut.index(body.len() + 1);
+        let out = convert_recording(&body[..cut], Options::default(), Dialect::Agui).unwrap();
+        let events = parse_agui_body(&out).unwrap();
+        prop_assert!(check_sequence(&events).is_ok(), "{:?}", check_sequence(&events));
+    }
+
+    #[test]
+    fn arbitrary_bytes_yield_a_valid_run(bytes in prop::collection::vec(any::<u8>(), 0..400)) {
+        let out = convert_recording(&bytes, Options::default(), Dialect::Agui).unwrap();
+        let events = parse_agui_body(&out).unwrap();
+        prop_assert!(check_sequence(&events).is_ok(), "{:?}", check_sequence(&events));
+        // The named-event dialect renders the same conversion without failing.
+        prop_assert!(convert_recording(&bytes, Options::default(), Dialect::Hector).is_ok());
+    }
+
+    #[test]
+    fn sse_like_garbage_yields_a_valid_run(lines in prop::collection::vec(prop_oneof![
+        Just("data: {".to_owned()), Just("data: }".to_owned()), Just(String::new()), Just(": ping".to_owned()),
+        Just("event: error".to_owned()), Just("event: done".to_owned()), Just("data: {\"kind\":\"task\"}".to_owned()),
+        Just("data: {\"result\":null}".to_owned()), "data: [a-z{}\":,]{0,20}",
+    ], 0..20)) {
+        let body = lines.join("\n");
+        let out = convert_recording(body.as_bytes(), Options::default(), Dialect::Agui).unwrap();
+        let events = parse_agui_body(&out).unwrap();
+        prop_assert!(check_sequence(&events).is_ok(), "{:?}", check_sequence(&events));
+    }
+
+    #[test]
+    fn chunking_never_changes_the_output(items in prop::collection::vec(item(), 1..8), crlf in any::<bool>(), sizes in prop::collection::vec(1usize..40, 1..20)) {
+        use a2a_agui::{SequentialIds, StreamConverter};
+        let body = sse_body(&items, crlf);
+        let whole = convert_recording(&body, Options::default(), Dialect::Agui).unwrap();
+        let mut stream = StreamConverter::new(Options::default(), SequentialIds::default(), Dialect::Agui, 1 << 20);
+        let mut out = Vec::new();
+        let mut rest = &body[..];
+        let mut i = 0;
+        while !rest.is_empty() {
+            let n = sizes[i % sizes.len()].min(rest.len());
+            stream.feed_sse(&rest[..n], None, &mut out).unwrap();
+            rest = &rest[n..];
+            i += 1;
+        }
+        stream.finish(StreamEnd::Eof, None, &mut out).unwrap();
+        prop_assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&whole));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: ProptestConfig::default().cases.max(512), ..ProptestConfig::default() })]
+
+    /// The fast reader (taken for plain-text chunks when input arrives as
+    /// bytes) and the lenient reader (always taken for parsed values) must
+    /// produce the same events.
+    #[test]
+    fn fast_and_lenient_readers_agree(items in prop::collection::vec(prop_oneof![
+        3 => plain_chunk(), 1 => item(),
+    ], 0..14)) {
+        let lenient = convert_items(&items, StreamEnd::Eof);
+        let mut converter = Converter::with_sequential_ids(Options::default());
+        let mut out: Vec<Event> = Vec::new();
+        for item in &items {
+            converter.push_json(item.to_string().as_bytes(), &mut out);
+        }
+        converter.finish(StreamEnd::Eof, &mut out);
+        let via_bytes: Vec<Value> = out.iter().map(|e| serde_json::to_value(e).unwrap()).collect();
+        prop_assert_eq!(via_bytes, lenient);
+    }
+}
+
+/// Items the fast reader takes: plain-text artifact chunks and agent
+/// messages, in every envelope, with and without descriptions.
+fn plain_chunk() -> impl Strategy<Value = Value> {
+    let parts = prop::collection::vec(
+        (text(), any::<bool>()).prop_map(|(t, kinded)| {
+            if kinded {
+                json!({ "kind": "text", "text": t, "metadata": { "chunkIndex": 1.0 } })
+            } else {
+                json!({ "text": t })
+            }
+        }),
+        0..3,
+    );
+    (small_id(), parts, any::<bool>(), any::<bool>(), 0..4u8, 0..3u8).prop_map(|(id, parts, append, last, shape, described)| {
+        let mut artifact = json!({ "artifactId": id, "parts": parts.clone() });
+        match described {
+            1 => { artifact["name"] = json!("answer"); artifact["metadata"] = json!({ "kind": "llm-text" }); }
+            2 => { artifact["name"] = json!(id.clone() + "!"); artifact["description"] = json!(""); }
+            _ => {}
+        }
+        let update = json!({ "taskId": "t1", "contextId": "c1", "artifact": artifact, "append": append, "lastChunk": last });
+        let message = json!({ "messageId": id, "role": "agent", "parts": parts });
+        match shape {
+            0 => { let mut u = update; u["kind"] = json!("artifact-update"); json!({ "jsonrpc": "2.0", "id": 1, "result": u }) }
+            1 => json!({ "jsonrpc": "2.0", "id": 1, "result": { "artifactUpdate": update } }),
+            2 => { let mut m = message; m["kind"] = json!("message"); m }
+            _ => json!({ "message": message }),
+        }
+    })
+}
+
+#[test]
+fn the_checker_itself_rejects_broken_runs() {
+    let ok = [
+        json!({"type":"RUN_STARTED","threadId":"t","runId":"r"}),
+        json!({"type":"RUN_FINISHED","threadId":"t","runId":"r"}),
+    ];
+    assert!(check_sequence(&ok).is_ok());
+    let open_text = [
+        json!({"type":"RUN_STARTED","threadId":"t","runId":"r"}),
+        json!({"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}),
+        json!({"type":"RUN_FINISHED","threadId":"t","runId":"r"}),
+    ];
+    assert!(check_sequence(&open_text).is_err());
+    let bad_args = [
+        json!({"type":"RUN_STARTED","threadId":"t","runId":"r"}),
+        json!({"type":"TOOL_CALL_START","toolCallId":"x","toolCallName":"n"}),
+        json!({"type":"TOOL_CALL_ARGS","toolCallId":"x","delta":"{"}),
+        json!({"type":"TOOL_CALL_END","toolCallId":"x"}),
+        json!({"type":"RUN_ERROR","message":"m"}),
+    ];
+    assert!(check_sequence(&bad_args).is_err());
+    let no_terminal = [json!({"type":"RUN_STARTED","threadId":"t","runId":"r"})];
+    assert!(check_sequence(&no_terminal).is_err());
+}
