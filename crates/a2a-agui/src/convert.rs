@@ -338,6 +338,17 @@ impl<I: IdSource> Converter<I> {
                 let result = self.context_id.as_ref().map(|c| json!({ "contextId": c }));
                 self.finish_run(result, None, out);
             }
+            StreamEnd::Eof
+                if matches!(
+                    self.last_state,
+                    Some(TaskState::InputRequired | TaskState::AuthRequired)
+                ) =>
+            {
+                let state = self.last_state.unwrap_or(TaskState::InputRequired);
+                let outcome = self.interrupt_outcome(state, None);
+                let result = self.task_result(state.as_str());
+                self.finish_run(Some(result), outcome, out);
+            }
             StreamEnd::Eof if self.items_seen == 0 => self.fail_run(
                 codes::UPSTREAM_EMPTY,
                 "upstream closed the stream without sending any event".to_owned(),
@@ -451,6 +462,16 @@ impl<I: IdSource> Converter<I> {
         }
         let status = object(task, "status");
         let state = status.map_or(TaskState::Unknown, a2a::status_state);
+        let interrupted = matches!(state, TaskState::InputRequired | TaskState::AuthRequired);
+        if interrupted && self.items_seen == 1 {
+            // A continuation (or a resubscription) opens with the task as it
+            // was before this turn: still waiting, its question already
+            // shown. The turn's own events follow; if none do, the end of
+            // input finishes the run in this state.
+            self.status_notice(state, status, metadata(task), out);
+            self.last_state = Some(state);
+            return;
+        }
         self.on_status(state, status, metadata(task), out);
     }
 

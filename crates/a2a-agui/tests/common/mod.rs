@@ -1,0 +1,195 @@
+//! The AG-UI sequencing rules, checked over serialised events: what
+//! `@ag-ui/client`'s `verifyEvents` enforces plus `ag-ui-validate`'s error-
+//! and warning-level rules. Shared by the property and recording tests.
+#![allow(dead_code, clippy::expect_used, clippy::unwrap_used)] // test code
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+pub fn check_sequence(events: &[Value]) -> Result<(), String> {
+    let first = events.first().ok_or("no events at all")?;
+    if first["type"] != "RUN_STARTED" {
+        return Err(format!("first event is {} (AGUI001)", first["type"]));
+    }
+    let last = events.last().ok_or("no events")?;
+    if last["type"] != "RUN_FINISHED" && last["type"] != "RUN_ERROR" {
+        return Err(format!("last event is {} (AGUI003/508)", last["type"]));
+    }
+    let (thread, run) = (first["threadId"].clone(), first["runId"].clone());
+    let mut open_text = HashSet::new();
+    let mut used_text = HashSet::new();
+    let mut open_tools: HashMap<String, String> = HashMap::new();
+    let mut ended_tools = HashSet::new();
+    let mut used_tools = HashSet::new();
+    let mut open_spans = HashSet::new();
+    let mut open_reasoning = HashSet::new();
+    let mut used_reasoning = HashSet::new();
+    let mut result_ids = HashSet::new();
+    for (index, event) in events.iter().enumerate() {
+        let kind = event["type"].as_str().ok_or("event without a type")?;
+        let at = |msg: String| format!("event {index} {kind}: {msg}");
+        let id = |key: &str| -> Result<String, String> {
+            event[key]
+                .as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| at(format!("{key} missing or not a string")))
+        };
+        if index > 0 && kind == "RUN_STARTED" {
+            return Err(at("second RUN_STARTED (AGUI002)".into()));
+        }
+        if index + 1 < events.len() && (kind == "RUN_FINISHED" || kind == "RUN_ERROR") {
+            return Err(at("terminal event before the end (AGUI004)".into()));
+        }
+        for (key, value) in event.as_object().ok_or("event is not an object")? {
+            if value.is_null() {
+                return Err(at(format!("field {key} is null")));
+            }
+        }
+        match kind {
+            "RUN_STARTED" | "RUN_ERROR" | "CUSTOM" | "RAW" => {}
+            "RUN_FINISHED" => {
+                if event["threadId"] != thread || event["runId"] != run {
+                    return Err(at("ids differ from RUN_STARTED (AGUI008)".into()));
+                }
+                if !open_text.is_empty() || !open_tools.is_empty() {
+                    return Err(at("text or tool call still open".into()));
+                }
+                if !open_spans.is_empty() || !open_reasoning.is_empty() {
+                    return Err(at("reasoning still open".into()));
+                }
+            }
+            "TEXT_MESSAGE_START" => {
+                let id = id("messageId")?;
+                if !used_text.insert(id.clone()) {
+                    return Err(at(format!("messageId {id} reused (AGUI104/106)")));
+                }
+                open_text.insert(id);
+            }
+            "TEXT_MESSAGE_CONTENT" => {
+                if !open_text.contains(&id("messageId")?) {
+                    return Err(at("content for a message not open (AGUI101)".into()));
+                }
+                if event["delta"].as_str().is_none_or(str::is_empty) {
+                    return Err(at("empty delta (AGUI105, fatal on 0.0.48)".into()));
+                }
+            }
+            "TEXT_MESSAGE_END" => {
+                if !open_text.remove(&id("messageId")?) {
+                    return Err(at("end for a message not open (AGUI102)".into()));
+                }
+            }
+            "TOOL_CALL_START" => {
+                let id = id("toolCallId")?;
+                if !used_tools.insert(id.clone()) {
+                    return Err(at(format!("toolCallId {id} reused (AGUI205)")));
+                }
+                if let Some(parent) = event.get("parentMessageId") {
+                    let parent = parent.as_str().ok_or("parentMessageId not a string")?;
+                    if !used_text.contains(parent) {
+                        return Err(at("parentMessageId names no message (AGUI208)".into()));
+                    }
+                }
+                id_check(event, "toolCallName").map_err(&at)?;
+                open_tools.insert(id, String::new());
+            }
+            "TOOL_CALL_ARGS" => {
+                let args = open_tools
+                    .get_mut(&id("toolCallId")?)
+                    .ok_or_else(|| at("args for a call not open (AGUI201)".into()))?;
+                args.push_str(event["delta"].as_str().ok_or("delta not a string")?);
+            }
+            "TOOL_CALL_END" => {
+                let id = id("toolCallId")?;
+                let args = open_tools
+                    .remove(&id)
+                    .ok_or_else(|| at("end for a call not open (AGUI202)".into()))?;
+                if !args.is_empty() && serde_json::from_str::<Value>(&args).is_err() {
+                    return Err(at(format!("arguments are not JSON: {args} (AGUI204)")));
+                }
+                ended_tools.insert(id);
+            }
+            "TOOL_CALL_RESULT" => {
+                let id = id("toolCallId")?;
+                if !ended_tools.contains(&id) {
+                    return Err(at(
+                        "result before END or for an unknown call (AGUI206/207)".into()
+                    ));
+                }
+                if !event["content"].is_string() || event["role"] != "tool" {
+                    return Err(at("content must be a string, role tool".into()));
+                }
+                let message_id = self::id_check(event, "messageId").map_err(&at)?;
+                if used_text.contains(&message_id) || !result_ids.insert(message_id) {
+                    return Err(at("result messageId reused".into()));
+                }
+            }
+            "REASONING_START" => {
+                if !open_spans.insert(id("messageId")?) {
+                    return Err(at("span already open".into()));
+                }
+            }
+            "REASONING_END" => {
+                if !open_spans.remove(&id("messageId")?) {
+                    return Err(at("span not open".into()));
+                }
+            }
+            "REASONING_MESSAGE_START" => {
+                let id = id("messageId")?;
+                if event["role"] != "reasoning" || !used_reasoning.insert(id.clone()) {
+                    return Err(at("bad or reused reasoning message".into()));
+                }
+                open_reasoning.insert(id);
+            }
+            "REASONING_MESSAGE_CONTENT" => {
+                if !open_reasoning.contains(&id("messageId")?) {
+                    return Err(at(
+                        "reasoning content for a message not open (AGUI401)".into()
+                    ));
+                }
+                if event["delta"].as_str().is_none_or(str::is_empty) {
+                    return Err(at("empty reasoning delta".into()));
+                }
+            }
+            "REASONING_MESSAGE_END" => {
+                if !open_reasoning.remove(&id("messageId")?) {
+                    return Err(at("reasoning end for a message not open".into()));
+                }
+            }
+            other => return Err(at(format!("event type {other} is not in the safe subset"))),
+        }
+        if kind == "CUSTOM" && !event["name"].as_str().is_some_and(|n| n.contains('.')) {
+            return Err(at("CUSTOM name is not namespaced".into()));
+        }
+    }
+    Ok(())
+}
+
+fn id_check(event: &Value, key: &str) -> Result<String, String> {
+    event[key]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| format!("{key} missing or empty"))
+}
+
+/// Splits an AG-UI SSE body the way `@ag-ui/client` does (LF only).
+pub fn parse_agui_body(body: &[u8]) -> Result<Vec<Value>, String> {
+    let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
+    if text.contains('\r') {
+        return Err("CR in the output".into());
+    }
+    let mut events = Vec::new();
+    for frame in text.split("\n\n").filter(|f| !f.is_empty()) {
+        let mut lines = frame.lines();
+        let line = lines.next().unwrap_or_default();
+        if lines.next().is_some() {
+            return Err(format!("frame of several lines: {frame:?}"));
+        }
+        let json = line
+            .strip_prefix("data: ")
+            .ok_or_else(|| format!("frame without data: {frame:?}"))?;
+        events.push(serde_json::from_str(json).map_err(|e| format!("{e}: {json}"))?);
+    }
+    Ok(events)
+}

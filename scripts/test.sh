@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The one test command (README, .ci/run). Installs everything the tests need,
+# pinned, into git-ignored caches (.cache/, node_modules/), then runs every
+# test: lints, Rust unit/golden/property/integration tests, the real AG-UI
+# clients and validator over the golden outputs, the real A2A agents' smoke
+# test, and a build of the benchmarks (built so they cannot rot, never timed).
+# Non-interactive; every step runs even if an earlier one failed.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+passed=0
+failed=0
+failures=()
+step() {
+    local name=$1
+    shift
+    printf '\n==> %s\n' "$name"
+    if "$@"; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        failures+=("$name")
+    fi
+}
+
+recordings=$(mktemp -d)
+trap 'rm -rf "$recordings"' EXIT
+
+step "install: AG-UI clients and validator" tests/conformance/setup.sh
+step "install: real A2A agents" bash tests/agents/setup.sh
+step "cargo fmt --check" cargo fmt --all -- --check
+step "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
+step "cargo build (binaries, benches)" cargo build --workspace --all-targets --locked
+step "cargo test" cargo test --workspace --locked
+step "real clients over the golden outputs" tests/conformance/check-recordings.sh tests/golden
+step "conformance harness self-test" tests/conformance/selftest.sh
+step "real A2A agents smoke test" env SKIP_SETUP=1 RECORDINGS_DIR="$recordings" bash tests/agents/smoke.sh
+
+printf '\n'
+for name in "${failures[@]}"; do
+    printf 'FAILED: %s\n' "$name"
+done
+printf 'steps: %d passed, %d failed\n' "$passed" "$failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Scenario test agent on a2a-sdk 1.3.0 (A2A 1.0, with the 0.3 compat layer switched on).
+
+  GET  /.well-known/agent-card.json   hybrid card (1.0 supportedInterfaces + 0.3 url/preferredTransport)
+  POST /                              JSON-RPC 1.0 (A2A-Version: 1.0) and 0.3 (message/stream, ...)
+  POST /rest/message:stream           HTTP+JSON 1.0           (and the other 1.0 REST routes)
+  POST /rest/v1/message:stream        HTTP+JSON 0.3 compat    (and the other 0.3 REST routes)
+
+Run: python agent.py [--host 127.0.0.1] [--port 0]   -> prints "READY <port>".
+Scenarios: ../scenarios.json (see ../README.md). DELAY_MS sets the pause between events.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from google.protobuf import struct_pb2  # noqa: E402
+from google.protobuf.json_format import MessageToDict, ParseDict  # noqa: E402
+from starlette.applications import Starlette  # noqa: E402
+
+from a2a.server.agent_execution import AgentExecutor, RequestContext  # noqa: E402
+from a2a.server.events import EventQueue  # noqa: E402
+from a2a.server.request_handlers import DefaultRequestHandler  # noqa: E402
+from a2a.server.routes import (  # noqa: E402
+    create_agent_card_routes,
+    create_jsonrpc_routes,
+    create_rest_routes,
+)
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater  # noqa: E402
+from a2a.types import (  # noqa: E402
+    AgentCapabilities,
+    AgentCard,
+    AgentExtension,
+    AgentInterface,
+    AgentSkill,
+    Message,
+    Part,
+    Role,
+    Task,
+    TaskState,
+    TaskStatus,
+)
+
+import scenario_engine as engine  # noqa: E402
+
+STATES = {
+    'submitted': TaskState.TASK_STATE_SUBMITTED,
+    'working': TaskState.TASK_STATE_WORKING,
+    'input-required': TaskState.TASK_STATE_INPUT_REQUIRED,
+    'auth-required': TaskState.TASK_STATE_AUTH_REQUIRED,
+    'completed': TaskState.TASK_STATE_COMPLETED,
+    'failed': TaskState.TASK_STATE_FAILED,
+    'rejected': TaskState.TASK_STATE_REJECTED,
+    'canceled': TaskState.TASK_STATE_CANCELED,
+}
+
+
+def to_part(spec: dict) -> Part:
+    """Neutral part (scenarios.json) -> 1.0 proto Part."""
+    if 'text' in spec:
+        part = Part(text=spec['text'])
+    elif 'data' in spec:
+        part = Part(data=ParseDict(spec['data'], struct_pb2.Value()))
+    elif 'url' in spec:
+        part = Part(url=spec['url'], media_type=spec.get('mediaType', ''), filename=spec.get('filename', ''))
+    else:
+        raise ValueError(f'unsupported part {spec!r}')
+    if spec.get('metadata'):
+        part.metadata.update(spec['metadata'])
+    return part
+
+
+class SdkEmitter:
+    def __init__(self, queue: EventQueue, task_id: str, context_id: str, canceled: set[str],
+                 existing_artifacts: set[str]) -> None:
+        self.updater = TaskUpdater(queue, task_id, context_id)
+        self.artifacts = set(existing_artifacts)
+        self.queue = queue
+        self.task_id = task_id
+        self.context_id = context_id
+        self._canceled = canceled
+
+    def _message(self, spec: dict, with_task: bool = True) -> Message:
+        msg = Message(message_id=str(uuid.uuid4()), role=Role.ROLE_AGENT, context_id=self.context_id,
+                      parts=[to_part(p) for p in spec.get('parts', [])])
+        if with_task:
+            msg.task_id = self.task_id
+        if spec.get('metadata'):
+            msg.metadata.update(spec['metadata'])
+        return msg
+
+    async def status(self, state: str, message: dict | None, metadata: dict | None) -> None:
+        await self.updater.update_status(STATES[state],
+                                         message=self._message(message) if message is not None else None,
+                                         metadata=metadata)
+
+    async def artifact(self, artifact: dict, append: bool | None, last_chunk: bool | None) -> None:
+        if append and artifact['artifactId'] not in self.artifacts:
+            # a2a-sdk 1.x rejects append=True for an artifact it has not seen (-32006
+            # InvalidAgentResponse), so the 'commands' scenario's first chunk goes out as
+            # append=False here; python-v03 and js-v1 send it as written (append=True).
+            append = False
+        self.artifacts.add(artifact['artifactId'])
+        await self.updater.add_artifact(parts=[to_part(p) for p in artifact['parts']],
+                                        artifact_id=artifact['artifactId'], name=artifact.get('name'),
+                                        metadata=artifact.get('metadata'), append=append,
+                                        last_chunk=last_chunk)
+
+    async def message(self, message: dict) -> None:
+        await self.queue.enqueue_event(self._message(message, with_task=False))
+
+    def canceled(self) -> bool:
+        return self.task_id in self._canceled
+
+
+class ScenarioExecutor(AgentExecutor):
+    def __init__(self) -> None:
+        self.catalog = engine.Catalog()
+        self.waiting: dict[str, str] = {}  # task id -> scenario waiting for a follow-up turn
+        self.canceled: set[str] = set()
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        user_text = context.get_user_input()
+        user_metadata = MessageToDict(context.message.metadata) if context.message.metadata else {}
+        task = context.current_task
+        follow_up_of = None
+        if task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            follow_up_of = self.waiting.pop(task.id, None)
+        plan = self.catalog.plan(user_text, user_metadata, follow_up_of)
+        em = SdkEmitter(event_queue, context.task_id, context.context_id, self.canceled,
+                        {a.artifact_id for a in task.artifacts} if task is not None else set())
+        if not plan.message_only and task is None:
+            # A task stream must open with the Task (the SDK enforces it).
+            await event_queue.enqueue_event(Task(
+                id=context.task_id, context_id=context.context_id,
+                status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED), history=[context.message]))
+        await engine.play(plan, em)
+        last = plan.steps[-1] if plan.steps else {}
+        if last.get('status') == 'input-required':
+            self.waiting[context.task_id] = plan.name
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        self.canceled.add(context.task_id)
+        await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+
+def build_app(host: str, port: int) -> Starlette:
+    base = f'http://{host}:{port}'
+    card = AgentCard(
+        name='agui-gateway test agent (a2a-sdk 1.3.0)',
+        description='Plays the scripted scenarios of tests/agents/scenarios.json over A2A 1.0 and 0.3.',
+        version='1.0.0',
+        capabilities=AgentCapabilities(
+            streaming=True, push_notifications=False,
+            extensions=[AgentExtension(uri=uri, description=desc, required=False)
+                        for uri, desc in engine.EXTENSION_URIS]),
+        default_input_modes=['text/plain'],
+        default_output_modes=['text/plain', 'application/json'],
+        skills=[AgentSkill(id='scenarios', name='Scenarios',
+                           description='Picks a scripted scenario by a magic word in the text.',
+                           tags=['test'], examples=['chunks', 'input-required', 'slow:5'])],
+        supported_interfaces=[
+            AgentInterface(protocol_binding='JSONRPC', protocol_version='1.0', url=f'{base}/'),
+            AgentInterface(protocol_binding='JSONRPC', protocol_version='0.3', url=f'{base}/'),
+            AgentInterface(protocol_binding='HTTP+JSON', protocol_version='1.0', url=f'{base}/rest'),
+            AgentInterface(protocol_binding='HTTP+JSON', protocol_version='0.3', url=f'{base}/rest'),
+        ])
+    handler = DefaultRequestHandler(agent_executor=ScenarioExecutor(), task_store=InMemoryTaskStore(),
+                                    agent_card=card)
+    routes = []
+    routes += create_agent_card_routes(card)
+    routes += create_rest_routes(handler, path_prefix='/rest', enable_v0_3_compat=True)
+    routes += create_jsonrpc_routes(handler, rpc_url='/', enable_v0_3_compat=True)
+    return Starlette(routes=routes)
+
+
+if __name__ == '__main__':
+    args = engine.parse_args(__doc__.splitlines()[0])
+    engine.serve(build_app, args.host, args.port)
