@@ -105,6 +105,11 @@ fn convert_body(body: &[u8], dialect: Dialect, out: &mut Vec<u8>) {
 fn bench(c: &mut Criterion) {
     let work = workload();
     let events = work.documents.len() as u64;
+    let bytes: usize = work.documents.iter().map(String::len).sum();
+    eprintln!(
+        "workload: {events} A2A events, {bytes} bytes of JSON ({} bytes per event on average)",
+        bytes / work.documents.len()
+    );
     let mut group = c.benchmark_group("mixed_stream");
     group.throughput(Throughput::Elements(events));
     let mut out = Vec::with_capacity(work.sse_body.len() * 2);

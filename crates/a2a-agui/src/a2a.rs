@@ -110,6 +110,15 @@ fn is_problem_json(obj: &Object) -> bool {
     obj.contains_key("title") && obj.get("status").is_some_and(Value::is_number)
 }
 
+/// The error an upstream body reports, in any of the envelopes `classify`
+/// knows (JSON-RPC, `google.rpc.Status`, problem+json, Hector's), if any.
+pub fn error_report(body: &Value) -> Option<ErrorReport> {
+    match classify(body) {
+        Item::Error(report) => Some(report),
+        _ => None,
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Field access
 

@@ -185,6 +185,9 @@ pub struct Converter<I = SequentialIds> {
     run_text: TextDigest,
     recent_segments: VecDeque<TextDigest>,
     ignored_after_finish: u64,
+    /// Set while a run ends waiting for input: the text message it closes
+    /// says which task is waiting (see `Event::TextMessageEnd`).
+    closing_text_metadata: Option<Value>,
 }
 
 impl Converter<SequentialIds> {
@@ -217,6 +220,7 @@ impl<I: IdSource> Converter<I> {
             run_text: TextDigest::default(),
             recent_segments: VecDeque::new(),
             ignored_after_finish: 0,
+            closing_text_metadata: None,
         }
     }
 
@@ -511,6 +515,9 @@ impl<I: IdSource> Converter<I> {
                 }
                 let outcome = self.interrupt_outcome(state, message);
                 let result = self.task_result(state.as_str());
+                if matches!(state, TaskState::InputRequired | TaskState::AuthRequired) {
+                    self.closing_text_metadata = Some(json!({ "a2a": &result }));
+                }
                 self.finish_run(Some(result), outcome, out);
             }
             state => {
@@ -825,6 +832,7 @@ impl<I: IdSource> Converter<I> {
         if let Some(open) = self.text.take() {
             out.push(Event::TextMessageEnd {
                 message_id: open.id,
+                metadata: self.closing_text_metadata.take(),
             });
             if self.recent_segments.len() == RECENT_SEGMENTS {
                 self.recent_segments.pop_front();

@@ -94,7 +94,7 @@ impl HectorEncoder {
                 "content_block_delta",
                 &json!({ "blockId": &**message_id, "delta": delta }),
             ),
-            Event::TextMessageEnd { message_id } => frame(
+            Event::TextMessageEnd { message_id, .. } => frame(
                 out,
                 "content_block_stop",
                 &json!({ "blockId": &**message_id }),

@@ -50,6 +50,10 @@ pub enum Event {
     #[serde(rename_all = "camelCase")]
     TextMessageEnd {
         message_id: Id,
+        /// `@ag-ui/client` 1.0 merges this into the message it keeps and
+        /// sends back; used to say which A2A task a question came from.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        metadata: Option<Value>,
     },
     #[serde(rename_all = "camelCase")]
     ToolCallStart {

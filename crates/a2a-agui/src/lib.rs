@@ -30,7 +30,7 @@ pub mod ids;
 pub mod pipeline;
 pub mod sse;
 
-pub use a2a::{ErrorReport, TaskState};
+pub use a2a::{ErrorReport, TaskState, error_report};
 pub use convert::{Converter, Options, StreamEnd};
 pub use encode::{Dialect, HectorEncoder, write_agui_frame};
 pub use event::Event;
