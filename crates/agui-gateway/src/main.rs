@@ -1,26 +1,93 @@
 //! `agui-gateway`: the binary edge. Parses the command line and hands off.
 #![forbid(unsafe_code)]
 
+mod agui;
+mod card;
+mod config;
+mod demo;
+mod metrics;
+mod relay;
+mod server;
+mod upstream;
+
 use std::io::{Read, Write};
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use a2a_agui::{Dialect, Options, convert_recording};
 use anyhow::{Context, bail};
-use clap::{Parser, Subcommand};
+use axum::serve::{Listener, ListenerExt};
+use clap::{Args, Parser, Subcommand};
+use url::Url;
+
+use crate::config::{AgentConfig, Config};
+use crate::relay::Shutdown;
+use crate::server::AppState;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "agui-gateway",
     version,
-    about = "Re-streams A2A agents as AG-UI events over SSE"
+    about = "Re-streams A2A agents as AG-UI events over SSE",
+    args_conflicts_with_subcommands = true
 )]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// The A2A agent to front (one agent; use --config for several).
+    #[arg(long, env = "AGUI_GATEWAY_UPSTREAM")]
+    upstream: Option<Url>,
+    /// The name of the --upstream agent, for /v1/agents/{name}/….
+    #[arg(long, env = "AGUI_GATEWAY_NAME", default_value = "default")]
+    name: String,
+    /// Address to listen on.
+    #[arg(long, env = "AGUI_GATEWAY_LISTEN", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// A TOML file with several agents, limits and CORS (see README).
+    #[arg(long, env = "AGUI_GATEWAY_CONFIG", conflicts_with = "upstream")]
+    config: Option<PathBuf>,
+    /// Output dialect of the --upstream agent: agui or hector.
+    #[arg(long, env = "AGUI_GATEWAY_OUTPUT", default_value = "agui")]
+    output: String,
+    /// Seconds without an event before a `: ping` comment is sent.
+    #[arg(long, env = "AGUI_GATEWAY_KEEPALIVE_SECS")]
+    keepalive_secs: Option<u64>,
+    /// Seconds the upstream may stay silent before the run fails.
+    #[arg(long, env = "AGUI_GATEWAY_IDLE_TIMEOUT_SECS")]
+    idle_timeout_secs: Option<u64>,
+    /// Seconds open streams may run on after SIGTERM.
+    #[arg(long, env = "AGUI_GATEWAY_SHUTDOWN_GRACE_SECS")]
+    shutdown_grace_secs: Option<u64>,
+    /// The largest upstream event accepted, in bytes.
+    #[arg(long, env = "AGUI_GATEWAY_MAX_EVENT_BYTES")]
+    max_event_bytes: Option<usize>,
+    /// Send an A2A cancel when an AG-UI client disconnects mid-run.
+    #[arg(long, env = "AGUI_GATEWAY_CANCEL_ON_DISCONNECT")]
+    cancel_on_disconnect: bool,
+    /// The gateway's public URL, for agent card links (default: from the request).
+    #[arg(long, env = "AGUI_GATEWAY_PUBLIC_URL")]
+    public_url: Option<Url>,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the gateway in front of a built-in demo A2A agent.
+    Demo {
+        /// Address to listen on.
+        #[arg(long, env = "AGUI_GATEWAY_LISTEN", default_value = "127.0.0.1:8080")]
+        listen: SocketAddr,
+        /// Milliseconds between the demo agent's events.
+        #[arg(long, default_value_t = 150)]
+        delay_ms: u64,
+    },
     /// Convert a recorded upstream A2A body (SSE capture, JSON Lines or one
     /// JSON document) into the AG-UI SSE body the gateway would send.
     Convert {
@@ -39,32 +106,213 @@ enum Command {
         /// The recording; `-` or nothing reads standard input.
         file: Option<PathBuf>,
     },
+    /// Check a configuration file; errors name their line.
+    CheckConfig { file: PathBuf },
 }
 
 fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
-        Command::Convert {
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Convert {
             dialect,
             thread_id,
             run_id,
             interrupts,
             file,
-        } => {
-            let Some(dialect) = Dialect::parse(&dialect) else {
-                bail!("unknown dialect {dialect:?}: expected agui or hector");
-            };
-            let input = read_input(file.as_deref())?;
-            let options = Options {
-                thread_id,
-                run_id,
-                interrupts,
-            };
-            let body = convert_recording(&input, options, dialect)
-                .context("gateway failed to encode an event")?;
-            std::io::stdout().lock().write_all(&body)?;
+        }) => convert(&dialect, thread_id, run_id, interrupts, file.as_deref()),
+        Some(Command::CheckConfig { file }) => {
+            let path = file.display().to_string();
+            let config = Config::load(&path)?;
+            println!(
+                "{path}: ok ({} agents, listen {})",
+                config.agents.len(),
+                config.listen
+            );
             Ok(())
         }
+        Some(Command::Demo { listen, delay_ms }) => runtime()?.block_on(demo(listen, delay_ms)),
+        None => {
+            let config = serve_config(cli.serve)?;
+            runtime()?.block_on(serve(config, None))
+        }
     }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("gateway could not start its runtime")
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AGUI_GATEWAY_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn serve_config(args: ServeArgs) -> anyhow::Result<Config> {
+    let mut config = match (&args.config, &args.upstream) {
+        (Some(path), _) => Config::load(&path.display().to_string())?,
+        (None, Some(upstream)) => {
+            let Some(output) = Dialect::parse(&args.output) else {
+                bail!("--output {:?}: expected agui or hector", args.output);
+            };
+            let mut agent = AgentConfig::new(args.name.clone(), upstream.clone());
+            agent.output = output;
+            agent.cancel_on_disconnect = args.cancel_on_disconnect;
+            if let Some(secs) = args.idle_timeout_secs {
+                agent.idle_timeout = Duration::from_secs(secs);
+            }
+            Config::single(args.listen, agent)
+        }
+        (None, None) => bail!(
+            "nothing to front: give --upstream URL or --config FILE (or try `agui-gateway demo`)"
+        ),
+    };
+    if args.config.is_some() && args.listen != SocketAddr::from(([127, 0, 0, 1], 8080)) {
+        config.listen = args.listen;
+    }
+    if let Some(secs) = args.keepalive_secs {
+        config.keepalive = Duration::from_secs(secs.max(1));
+    }
+    if let Some(secs) = args.shutdown_grace_secs {
+        config.shutdown_grace = Duration::from_secs(secs);
+    }
+    if let Some(bytes) = args.max_event_bytes {
+        config.max_event_bytes = bytes;
+    }
+    if args.public_url.is_some() {
+        config.public_url = args.public_url;
+    }
+    Ok(config)
+}
+
+/// Serves until SIGTERM or Ctrl-C: then stops accepting, lets open streams
+/// run for the grace period, ends the rest with RUN_ERROR and exits.
+async fn serve(config: Config, banner: Option<String>) -> anyhow::Result<()> {
+    init_logging();
+    let shutdown = Shutdown::default();
+    let grace = config.shutdown_grace;
+    let listen = config.listen;
+    let state = Arc::new(
+        AppState::new(config, shutdown.clone())
+            .context("gateway could not build its HTTP client")?,
+    );
+    for agent in state.agents.values() {
+        agent.spawn_card_refresh(shutdown.stop.clone());
+    }
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("gateway cannot listen on {listen}"))?
+        .tap_io(|stream| {
+            // Each event must leave at once: no Nagle delay on small writes.
+            let _ = stream.set_nodelay(true);
+        });
+    let local = listener
+        .local_addr()
+        .context("gateway has no local address")?;
+    // Tests and scripts wait for this exact line.
+    println!("agui-gateway listening on http://{local}");
+    if let Some(banner) = banner {
+        println!("{banner}");
+    }
+    let _ = std::io::stdout().flush();
+    tokio::spawn(watch_signals(shutdown.clone(), grace));
+    let app = server::router(state);
+    let draining = shutdown.draining.clone();
+    let server = axum::serve(listener, app)
+        .with_graceful_shutdown(async move { draining.cancelled().await });
+    let stop = shutdown.stop.clone();
+    tokio::select! {
+        result = server => result.context("gateway server failed")?,
+        // Streams end at `stop`; give their last frames a moment, then go.
+        _ = async { stop.cancelled().await; tokio::time::sleep(Duration::from_secs(5)).await } => {
+            tracing::warn!("connections still open after the grace period; exiting");
+        }
+    }
+    tracing::info!("gateway stopped");
+    Ok(())
+}
+
+async fn watch_signals(shutdown: Shutdown, grace: Duration) {
+    wait_for_signal().await;
+    tracing::info!(
+        grace_secs = grace.as_secs(),
+        "shutting down: no new requests, open streams may finish"
+    );
+    shutdown.draining.cancel();
+    tokio::time::sleep(grace).await;
+    tracing::info!("grace period over: ending open streams");
+    shutdown.stop.cancel();
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    {
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut term) => {
+                    term.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term => {}
+        }
+    }
+    #[cfg(not(unix))]
+    ctrl_c.await;
+}
+
+async fn demo(listen: SocketAddr, delay_ms: u64) -> anyhow::Result<()> {
+    let agent_addr = demo::start_agent(Duration::from_millis(delay_ms))
+        .await
+        .context("the demo agent could not start")?;
+    let upstream = Url::parse(&format!("http://{agent_addr}/")).context("demo agent address")?;
+    let agent = AgentConfig::new("assistant", upstream);
+    let config = Config::single(listen, agent);
+    let base = format!("http://{listen}");
+    let banner = format!(
+        "demo A2A agent (0.3 JSON-RPC) on http://{agent_addr}/, fronted as agent \"assistant\"\n\
+         try:\n  \
+         curl -N -H 'Accept: application/x-agui-events' -X POST {base}/v1/agents/assistant/stream -d '{{\"request\": {{\"role\": \"user\", \"parts\": [{{\"text\": \"Hello\"}}]}}}}'\n  \
+         curl -N -X POST '{base}/v1/agents/assistant/stream?format=agui&dialect=hector' -d '{{\"request\": {{\"role\": \"user\", \"parts\": [{{\"text\": \"Hello\"}}]}}}}'\n  \
+         curl -N -X POST {base}/agui -H 'Content-Type: application/json' -d '{{\"threadId\": \"t1\", \"runId\": \"r1\", \"messages\": [{{\"id\": \"u1\", \"role\": \"user\", \"content\": \"Weather in Tokyo?\"}}]}}'\n  \
+         curl -s {base}/.well-known/agent-card.json\n\
+         stop with Ctrl-C"
+    );
+    serve(config, Some(banner)).await
+}
+
+fn convert(
+    dialect: &str,
+    thread_id: Option<String>,
+    run_id: Option<String>,
+    interrupts: bool,
+    file: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let Some(dialect) = Dialect::parse(dialect) else {
+        bail!("unknown dialect {dialect:?}: expected agui or hector");
+    };
+    let input = read_input(file)?;
+    let options = Options {
+        thread_id,
+        run_id,
+        interrupts,
+    };
+    let body =
+        convert_recording(&input, options, dialect).context("gateway failed to encode an event")?;
+    std::io::stdout().lock().write_all(&body)?;
+    Ok(())
 }
 
 fn read_input(file: Option<&std::path::Path>) -> anyhow::Result<Vec<u8>> {

@@ -1,0 +1,242 @@
+//! The agent card, served through the gateway: every interface URL points at
+//! the gateway (so A2A clients and the a2a-tck keep talking through it), and
+//! the AG-UI capability is declared.
+
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use url::Url;
+
+use crate::config::Config;
+use crate::server::{AppState, error_response};
+use crate::upstream::{Agent, base_url};
+
+/// The extension URI announcing AG-UI output (the one Hector declared).
+pub const AGUI_EXTENSION_URI: &str = "https://ag-ui.org/protocol/v1";
+
+pub fn is_card_path(path: &str) -> bool {
+    matches!(
+        path,
+        "/.well-known/agent-card.json" | "/.well-known/agent.json"
+    )
+}
+
+/// The gateway's public base URL: configured, or from the request
+/// (`X-Forwarded-Proto`, `X-Forwarded-Host`, `X-Forwarded-Prefix`, `Host`).
+pub fn public_base(config: &Config, headers: &HeaderMap) -> String {
+    if let Some(url) = &config.public_url {
+        return url.as_str().trim_end_matches('/').to_owned();
+    }
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(',').next())
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let scheme = text("x-forwarded-proto").unwrap_or_else(|| "http".to_owned());
+    let host = text("x-forwarded-host")
+        .or_else(|| text(header::HOST.as_str()))
+        .unwrap_or_else(|| config.listen.to_string());
+    let prefix = text("x-forwarded-prefix").unwrap_or_default();
+    let prefix = prefix.trim_end_matches('/');
+    let prefix = if prefix.is_empty() || prefix.starts_with('/') {
+        prefix.to_owned()
+    } else {
+        format!("/{prefix}")
+    };
+    format!("{scheme}://{host}{prefix}")
+}
+
+pub async fn serve(
+    state: &AppState,
+    agent: &Agent,
+    path: &str,
+    mount: &str,
+    headers: &HeaderMap,
+) -> Response {
+    let gateway_base = format!("{}{mount}", public_base(&state.config, headers));
+    let upstream_base = base_url(&agent.config.upstream);
+    let fetched = match upstream_base.join(path.trim_start_matches('/')) {
+        Ok(url) => {
+            let mut request = agent.client.get(url);
+            for name in ["a2a-version", "authorization", "accept-language"] {
+                if let Some(value) = headers.get(name) {
+                    request = request.header(name, value);
+                }
+            }
+            for (name, value) in &agent.config.headers {
+                request = request.header(name, value);
+            }
+            request.send().await
+        }
+        Err(err) => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                "client",
+                "INVALID_PATH",
+                err.to_string(),
+            );
+        }
+    };
+    let (mut card, upstream_headers) = match fetched {
+        Ok(response) if response.status().is_success() => {
+            let headers = response.headers().clone();
+            match response.json::<Value>().await {
+                Ok(card) if card.is_object() => (card, Some(headers)),
+                _ => return unavailable(agent, "the upstream card is not a JSON object"),
+            }
+        }
+        // The card may live at the origin rather than under the upstream's
+        // path: fall back to the one card discovery found.
+        Ok(_) | Err(_) => match agent.current_card().await {
+            Some(info) => (info.card.clone(), None),
+            None => return unavailable(agent, "the upstream serves no agent card"),
+        },
+    };
+    rewrite(&mut card, &upstream_base, &gateway_base);
+    let mut response = (StatusCode::OK, axum::Json(card)).into_response();
+    if let Some(upstream_headers) = upstream_headers {
+        for name in [header::VARY, header::CACHE_CONTROL] {
+            if let Some(value) = upstream_headers.get(&name) {
+                response.headers_mut().insert(name, value.clone());
+            }
+        }
+    }
+    response
+}
+
+fn unavailable(agent: &Agent, message: &str) -> Response {
+    error_response(
+        StatusCode::BAD_GATEWAY,
+        "upstream",
+        "UPSTREAM_CARD_UNAVAILABLE",
+        format!("{message} (agent {:?})", agent.name()),
+    )
+}
+
+/// Points every interface URL at the gateway and declares AG-UI.
+pub fn rewrite(card: &mut Value, upstream_base: &Url, gateway_base: &str) {
+    let rewrite_field = |value: &mut Value| {
+        if let Some(new) = value
+            .as_str()
+            .and_then(|u| rewrite_url(u, upstream_base, gateway_base))
+        {
+            *value = Value::from(new);
+        }
+    };
+    if let Some(url) = card.get_mut("url") {
+        rewrite_field(url);
+    }
+    for list in ["additionalInterfaces", "supportedInterfaces"] {
+        if let Some(interfaces) = card.get_mut(list).and_then(Value::as_array_mut) {
+            for iface in interfaces {
+                if let Some(url) = iface.get_mut("url") {
+                    rewrite_field(url);
+                }
+            }
+        }
+    }
+    if !card["capabilities"].is_object() {
+        card["capabilities"] = json!({});
+    }
+    let capabilities = &mut card["capabilities"];
+    if !capabilities["extensions"].is_array() {
+        capabilities["extensions"] = json!([]);
+    }
+    if let Some(extensions) = capabilities["extensions"].as_array_mut()
+        && !extensions.iter().any(|e| e["uri"] == AGUI_EXTENSION_URI)
+    {
+        extensions.push(json!({
+            "uri": AGUI_EXTENSION_URI,
+            "description": "AG-UI events over SSE: send Accept: application/x-agui-events or ?format=agui on a streaming call, or POST a RunAgentInput to /agui",
+            "required": false,
+        }));
+    }
+}
+
+fn is_loopback(host: &str) -> bool {
+    matches!(
+        host,
+        "localhost" | "127.0.0.1" | "[::1]" | "::1" | "0.0.0.0"
+    )
+}
+
+/// A URL on the upstream's origin, moved to the gateway's base with the
+/// path below the upstream's base kept. Other origins are left alone.
+pub fn rewrite_url(url: &str, upstream_base: &Url, gateway_base: &str) -> Option<String> {
+    let parsed = Url::parse(url).ok()?;
+    let same_host = match (parsed.host_str(), upstream_base.host_str()) {
+        (Some(a), Some(b)) => a.eq_ignore_ascii_case(b) || (is_loopback(a) && is_loopback(b)),
+        _ => false,
+    };
+    if !same_host
+        || parsed.port_or_known_default() != upstream_base.port_or_known_default()
+        || parsed.scheme() != upstream_base.scheme()
+    {
+        return None;
+    }
+    let base_path = upstream_base.path();
+    let path = parsed.path();
+    let rest = match path.strip_prefix(base_path.trim_end_matches('/')) {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
+        _ => path,
+    };
+    let rest = if rest.is_empty() { "/" } else { rest };
+    let mut new = format!("{}{rest}", gateway_base.trim_end_matches('/'));
+    if let Some(query) = parsed.query() {
+        new.push('?');
+        new.push_str(query);
+    }
+    Some(new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_move_to_the_gateway_keeping_their_path() {
+        let upstream = Url::parse("http://127.0.0.1:9999/").unwrap();
+        let gw = "https://gw.example.com/prefix/v1/agents/a";
+        assert_eq!(
+            rewrite_url("http://127.0.0.1:9999/", &upstream, gw).unwrap(),
+            "https://gw.example.com/prefix/v1/agents/a/"
+        );
+        assert_eq!(
+            rewrite_url("http://localhost:9999/rest", &upstream, gw).unwrap(),
+            "https://gw.example.com/prefix/v1/agents/a/rest"
+        );
+        assert_eq!(rewrite_url("http://other:9999/rest", &upstream, gw), None);
+        assert_eq!(rewrite_url("http://127.0.0.1:9998/", &upstream, gw), None);
+        let prefixed = Url::parse("http://127.0.0.1:9998/a2a/").unwrap();
+        assert_eq!(
+            rewrite_url("http://127.0.0.1:9998/a2a/jsonrpc", &prefixed, "http://gw").unwrap(),
+            "http://gw/jsonrpc"
+        );
+    }
+
+    #[test]
+    fn every_interface_is_rewritten_and_agui_declared_once() {
+        let mut card = json!({
+            "url": "http://127.0.0.1:1/",
+            "additionalInterfaces": [{ "url": "http://127.0.0.1:1/rest", "transport": "HTTP+JSON" }],
+            "supportedInterfaces": [{ "url": "http://127.0.0.1:1/", "protocolBinding": "JSONRPC" }],
+            "capabilities": { "streaming": true, "extensions": [{ "uri": "x" }] }
+        });
+        let upstream = Url::parse("http://127.0.0.1:1").unwrap();
+        rewrite(&mut card, &upstream, "http://gw:8080");
+        rewrite(&mut card, &upstream, "http://gw:8080");
+        assert_eq!(card["url"], "http://gw:8080/");
+        assert_eq!(
+            card["additionalInterfaces"][0]["url"],
+            "http://gw:8080/rest"
+        );
+        assert_eq!(card["supportedInterfaces"][0]["url"], "http://gw:8080/");
+        assert_eq!(
+            card["capabilities"]["extensions"].as_array().unwrap().len(),
+            2
+        );
+    }
+}

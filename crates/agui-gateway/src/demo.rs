@@ -1,0 +1,253 @@
+//! `agui-gateway demo`: a built-in A2A agent with the gateway in front.
+//!
+//! The agent is a real A2A 0.3 JSON-RPC server on its own loopback port.
+//! Every answer uses the hints of all three seed systems: an Agent Stack
+//! trajectory, Hector thinking and a tool call with its result, text
+//! streamed as artifact chunks, an ACP citation, and a multimodal command.
+//! Its ids derive from the request, so the same request gives the same
+//! answer (the README's examples show real output).
+
+use std::hash::{Hash, Hasher};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+#[derive(Clone)]
+struct Demo {
+    url: String,
+    delay: Duration,
+}
+
+/// Starts the demo agent on `127.0.0.1:0`; returns its address.
+pub async fn start_agent(delay: Duration) -> std::io::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+    let addr = listener.local_addr()?;
+    let demo = Demo {
+        url: format!("http://{addr}/"),
+        delay,
+    };
+    let app = Router::new()
+        .route("/.well-known/agent-card.json", get(card))
+        .route("/.well-known/agent.json", get(card))
+        .route("/", post(rpc))
+        .with_state(demo);
+    tokio::spawn(async move {
+        if let Err(err) = axum::serve(listener, app).await {
+            tracing::error!("demo agent stopped: {err}");
+        }
+    });
+    Ok(addr)
+}
+
+async fn card(State(demo): State<Demo>) -> Response {
+    axum::Json(json!({
+        "name": "Demo Assistant",
+        "description": "A built-in A2A agent that answers weather questions with reasoning, a tool call, citations and a client command.",
+        "url": demo.url,
+        "version": "1.0.0",
+        "protocolVersion": "0.3.0",
+        "preferredTransport": "JSONRPC",
+        "capabilities": { "streaming": true, "extensions": [
+            { "uri": "https://help.aliyun.com/en/model-studio/multimodal-integration-a2a-protocol" },
+            { "uri": "https://a2a-extensions.agentstack.beeai.dev/ui/trajectory/v1" },
+            { "uri": "https://a2a-extensions.agentstack.beeai.dev/ui/citation/v1" }
+        ] },
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain", "application/json"],
+        "skills": [{ "id": "weather", "name": "Weather", "description": "Tells the weather", "tags": ["demo"] }]
+    }))
+    .into_response()
+}
+
+fn short_hash(value: &impl Hash) -> String {
+    // DefaultHasher::new() has fixed keys: the same request, the same id.
+    let mut hasher = std::hash::DefaultHasher::new();
+    value.hash(&mut hasher);
+    format!("{:08x}", hasher.finish() >> 32)
+}
+
+fn error(id: &Value, code: i64, message: &str) -> Response {
+    axum::Json(json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } }))
+        .into_response()
+}
+
+async fn rpc(State(demo): State<Demo>, body: Bytes) -> Response {
+    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+        return error(&Value::Null, -32700, "Invalid JSON payload");
+    };
+    let id = request["id"].clone();
+    let message = &request["params"]["message"];
+    let method = request["method"].as_str().unwrap_or("");
+    if !matches!(method, "message/stream" | "message/send") {
+        return match method {
+            "tasks/get" | "tasks/cancel" | "tasks/resubscribe" => {
+                error(&id, -32001, "Task not found")
+            }
+            _ => error(&id, -32601, "Method not found"),
+        };
+    }
+    if !message.is_object() {
+        return error(&id, -32602, "params.message is required");
+    }
+    let text: String = message["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["text"].as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let context = message["contextId"]
+        .as_str()
+        .map_or_else(|| format!("ctx-{}", short_hash(&text)), str::to_owned);
+    let task = format!("task-{}", short_hash(&(&text, &context)));
+    let events = answer(&task, &context, &text, &message["metadata"]);
+    if method == "message/send" {
+        return axum::Json(
+            json!({ "jsonrpc": "2.0", "id": id, "result": final_task(&task, &context, &events) }),
+        )
+        .into_response();
+    }
+    let delay = demo.delay;
+    let stream = futures::stream::unfold(
+        (events.into_iter(), id, true),
+        move |(mut events, id, first)| async move {
+            let event = events.next()?;
+            if !first {
+                tokio::time::sleep(delay).await;
+            }
+            let frame = format!(
+                "data: {}\n\n",
+                json!({ "jsonrpc": "2.0", "id": id, "result": event })
+            );
+            Some((
+                Ok::<_, std::convert::Infallible>(frame),
+                (events, id, false),
+            ))
+        },
+    );
+    let mut response = Response::new(Body::from_stream(stream));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/event-stream"),
+    );
+    response
+}
+
+/// The A2A events of one answer.
+fn answer(task: &str, context: &str, question: &str, metadata: &Value) -> Vec<Value> {
+    // The last capitalised word that is not a usual sentence opener.
+    const OPENERS: [&str; 8] = ["Hello", "Hi", "What", "Weather", "How", "Is", "The", "Tell"];
+    let city = question
+        .split(|c: char| !c.is_alphanumeric())
+        .rfind(|w| w.chars().next().is_some_and(char::is_uppercase) && !OPENERS.contains(w))
+        .unwrap_or("Paris")
+        .to_owned();
+    let message = |parts: Value, meta: Option<Value>| {
+        let mut m = json!({ "kind": "message", "role": "agent", "messageId": format!("{task}-msg"), "taskId": task, "contextId": context, "parts": parts });
+        if let Some(meta) = meta {
+            m["metadata"] = meta;
+        }
+        m
+    };
+    let status = |state: &str, msg: Option<Value>, last: bool| {
+        let mut s = json!({ "kind": "status-update", "taskId": task, "contextId": context, "status": { "state": state }, "final": last });
+        if let Some(msg) = msg {
+            s["status"]["message"] = msg;
+        }
+        s
+    };
+    let thinking = |text: &str| {
+        json!([{ "kind": "text", "text": text,
+        "metadata": { "event_type": "thinking", "block_type": "thinking", "block_id": "think-1", "block_index": 0 } }])
+    };
+    let chunk = |text: &str,
+                 append: bool,
+                 last: bool,
+                 part_meta: Option<Value>,
+                 artifact_meta: Option<Value>| {
+        let mut part = json!({ "kind": "text", "text": text });
+        if let Some(meta) = part_meta {
+            part["metadata"] = meta;
+        }
+        let mut artifact = json!({ "artifactId": "answer", "name": "answer", "parts": [part] });
+        if let Some(meta) = artifact_meta {
+            artifact["metadata"] = meta;
+        }
+        json!({ "kind": "artifact-update", "taskId": task, "contextId": context, "artifact": artifact, "append": append, "lastChunk": last })
+    };
+    let mut events = vec![
+        json!({ "kind": "task", "id": task, "contextId": context, "status": { "state": "submitted" } }),
+        status(
+            "working",
+            Some(
+                json!({ "kind": "message", "role": "agent", "messageId": format!("{task}-plan"), "parts": [],
+            "metadata": { "https://a2a-extensions.agentstack.beeai.dev/ui/trajectory/v1":
+                { "title": "Planning", "content": "Look up the weather, then answer.", "group_id": "plan" } } }),
+            ),
+            false,
+        ),
+        message(thinking(""), None),
+        message(
+            thinking(&format!("The user wants the weather in {city}. ")),
+            None,
+        ),
+        message(thinking("I will call the weather tool."), None),
+        message(
+            json!([{ "kind": "data", "data": { "thinking_id": "think-1" },
+            "metadata": { "event_type": "thinking_complete", "block_type": "thinking_complete", "block_id": "think-1" } }]),
+            None,
+        ),
+        message(
+            json!([{ "kind": "data", "data": { "id": "call-weather", "name": "get_weather", "arguments": { "city": city } },
+            "metadata": { "event_type": "tool_call", "tool_call_id": "call-weather", "tool_name": "get_weather" } }]),
+            None,
+        ),
+        message(
+            json!([{ "kind": "data", "data": { "tool_call_id": "call-weather", "content": "sunny, 22 °C", "error": "" },
+            "metadata": { "event_type": "tool_call", "tool_call_id": "call-weather", "is_error": false, "is_final": true } }]),
+            None,
+        ),
+        chunk(&format!("It is sunny in {city}"), false, false, None, None),
+        chunk(
+            ", 22 °C",
+            true,
+            false,
+            Some(
+                json!({ "kind": "citation", "url": "https://weather.example/today",
+            "title": "Weather service", "start_index": 0, "end_index": 20 }),
+            ),
+            None,
+        ),
+        chunk(
+            ", with a light breeze.",
+            true,
+            true,
+            None,
+            Some(json!({ "commands": [{ "name": "SHOW_WEATHER_CARD",
+            "params": [{ "name": "city", "value": city, "normValue": city.to_lowercase() }], "commandRequestId": format!("{task}-cmd") }] })),
+        ),
+    ];
+    if metadata.as_object().is_some_and(|m| !m.is_empty()) {
+        events.push(json!({ "kind": "artifact-update", "taskId": task, "contextId": context, "lastChunk": true,
+            "artifact": { "artifactId": "client-metadata", "parts": [{ "kind": "data", "data": { "received": metadata } }] } }));
+    }
+    events.push(status("completed", None, true));
+    events
+}
+
+/// What `message/send` returns: the finished task with its artifacts.
+fn final_task(task: &str, context: &str, events: &[Value]) -> Value {
+    let artifacts: Vec<Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "artifact-update")
+        .map(|e| e["artifact"].clone())
+        .collect();
+    json!({ "kind": "task", "id": task, "contextId": context, "status": { "state": "completed" }, "artifacts": artifacts })
+}

@@ -1,0 +1,383 @@
+//! Relaying one upstream response to the client as an AG-UI event stream.
+//!
+//! The response body is a stream that, on each poll, waits for the next
+//! upstream chunk, the keep-alive timer, the idle timeout or shutdown,
+//! whichever comes first, and hands out what the converter wrote. When the
+//! client goes away, hyper drops the body, which drops the upstream response
+//! and so closes the upstream connection at once.
+
+use std::hash::{BuildHasher, Hasher};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use a2a_agui::{Dialect, Event, IdKind, IdSource, Options, StreamConverter, StreamEnd};
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::Metrics;
+use crate::upstream::{Agent, cancel_request};
+
+/// Codes the gateway itself puts in `RUN_ERROR`.
+pub mod codes {
+    pub const CONNECT: &str = "UPSTREAM_UNREACHABLE";
+    pub const TIMEOUT: &str = "UPSTREAM_TIMEOUT";
+    pub const IDLE: &str = "UPSTREAM_IDLE_TIMEOUT";
+    pub const READ: &str = "UPSTREAM_READ_ERROR";
+    pub const HTTP: &str = "UPSTREAM_HTTP_ERROR";
+    pub const SHUTDOWN: &str = "GATEWAY_SHUTTING_DOWN";
+}
+
+/// Ids that never repeat across runs: a random prefix per run.
+pub struct RunIds {
+    prefix: String,
+    issued: u64,
+}
+
+static RUNS: AtomicU64 = AtomicU64::new(0);
+
+/// A random 64-bit value from the standard library's per-process keyed
+/// hasher (OS-seeded), mixed with a counter; no extra dependency needed.
+pub fn random_u64() -> u64 {
+    let mut hasher = std::hash::RandomState::new().build_hasher();
+    hasher.write_u64(RUNS.fetch_add(1, Ordering::Relaxed));
+    hasher.finish()
+}
+
+impl Default for RunIds {
+    fn default() -> Self {
+        RunIds {
+            prefix: format!("{:012x}", random_u64() >> 16),
+            issued: 0,
+        }
+    }
+}
+
+impl IdSource for RunIds {
+    fn next_id(&mut self, kind: IdKind) -> String {
+        self.issued += 1;
+        format!("{}-{}-{}", kind.label(), self.prefix, self.issued)
+    }
+}
+
+/// Shutdown signals shared by every stream: `draining` when SIGTERM came
+/// (new requests are refused, streams go on), `stop` when the grace period
+/// is over (streams end with RUN_ERROR).
+#[derive(Clone, Default)]
+pub struct Shutdown {
+    pub draining: CancellationToken,
+    pub stop: CancellationToken,
+}
+
+/// Called once with the terminal event and the run's A2A task id.
+pub type OnEnd = Box<dyn FnOnce(&Event, Option<&str>) + Send>;
+
+/// Everything one relayed run needs besides the upstream response.
+pub struct Run {
+    pub agent: Arc<Agent>,
+    pub options: Options,
+    pub dialect: Dialect,
+    pub keepalive: Duration,
+    pub max_event_bytes: usize,
+    pub shutdown: Shutdown,
+    pub metrics: Arc<Metrics>,
+    /// Called with the terminal event (and the task id) when the run ends.
+    pub on_end: Option<OnEnd>,
+}
+
+type UpstreamBody = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
+
+enum Source {
+    /// `text/event-stream`: chunks go through the SSE parser.
+    Events(UpstreamBody),
+    /// Anything else: a whole body to read as JSON.
+    Document(UpstreamBody, Vec<u8>),
+    /// Nothing more to read.
+    Done,
+}
+
+struct RelayState {
+    run: Run,
+    stream: StreamConverter<RunIds>,
+    source: Source,
+    upstream_status: StatusCode,
+    idle_timeout: Duration,
+    last_upstream: Instant,
+    last_output: Instant,
+    finished: bool,
+    _active: crate::metrics::ActiveStream,
+}
+
+fn now_ms() -> Option<u64> {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .ok()
+        .and_then(|d| u64::try_from(d.as_millis()).ok())
+}
+
+impl RelayState {
+    /// Converts what the last step produced and notes a terminal event.
+    fn took(&mut self, out: Vec<u8>) -> Bytes {
+        for event in self.stream.last_events() {
+            self.run.metrics.count_event(event.type_name());
+            if event.is_terminal() {
+                self.finished = true;
+                if let Event::RunError { code, .. } = event {
+                    self.run
+                        .metrics
+                        .count_error(code.as_deref().unwrap_or("unknown"));
+                }
+                if let Some(on_end) = self.run.on_end.take() {
+                    on_end(event, self.stream.converter().task_id());
+                }
+            }
+        }
+        if !out.is_empty() {
+            self.last_output = Instant::now();
+        }
+        Bytes::from(out)
+    }
+
+    fn finish(&mut self, end: StreamEnd) -> Bytes {
+        let mut out = Vec::new();
+        if let Err(err) = self.stream.finish(end, now_ms(), &mut out) {
+            tracing::error!("gateway failed to encode an event: {err}");
+        }
+        self.source = Source::Done;
+        self.took(out)
+    }
+
+    fn fail(&mut self, code: &str, message: String) -> Bytes {
+        self.finish(StreamEnd::Failed {
+            code: code.to_owned(),
+            message,
+        })
+    }
+
+    /// The next piece of the response body, or `None` at its end.
+    async fn next(&mut self) -> Option<Bytes> {
+        loop {
+            if self.finished {
+                return None;
+            }
+            let keepalive_at = self.last_output + self.run.keepalive;
+            let idle_at = self.last_upstream + self.idle_timeout;
+            let stop = self.run.shutdown.stop.clone();
+            let source = match &mut self.source {
+                Source::Events(body) | Source::Document(body, _) => body,
+                Source::Done => return None,
+            };
+            tokio::select! {
+                biased;
+                _ = stop.cancelled() => {
+                    return Some(self.fail(codes::SHUTDOWN, "the gateway is shutting down".to_owned()));
+                }
+                chunk = source.next() => {
+                    self.last_upstream = Instant::now();
+                    match chunk {
+                        Some(Ok(bytes)) => {
+                            if let Some(out) = self.feed(&bytes) {
+                                return Some(out);
+                            }
+                        }
+                        Some(Err(err)) => {
+                            let code = if err.is_timeout() { codes::IDLE } else { codes::READ };
+                            return Some(self.fail(code, format!("reading the upstream response failed: {err}")));
+                        }
+                        None => return Some(self.end_of_body()),
+                    }
+                }
+                _ = tokio::time::sleep_until(keepalive_at.into()) => {
+                    self.last_output = Instant::now();
+                    return Some(Bytes::from_static(b": ping\n\n"));
+                }
+                _ = tokio::time::sleep_until(idle_at.into()) => {
+                    let secs = self.idle_timeout.as_secs();
+                    return Some(self.fail(codes::IDLE, format!("the upstream sent nothing for {secs} s")));
+                }
+            }
+        }
+    }
+
+    /// Feeds an upstream chunk; `None` when it produced nothing to send.
+    fn feed(&mut self, bytes: &[u8]) -> Option<Bytes> {
+        let mut out = Vec::new();
+        match &mut self.source {
+            Source::Events(_) => {
+                if let Err(err) = self.stream.feed_sse(bytes, now_ms(), &mut out) {
+                    tracing::error!("gateway failed to encode an event: {err}");
+                }
+            }
+            Source::Document(_, buffer) => {
+                if buffer.len() + bytes.len() > self.run.max_event_bytes {
+                    let limit = self.run.max_event_bytes;
+                    return Some(self.fail(
+                        a2a_agui::pipeline::EVENT_TOO_LARGE,
+                        format!("the upstream response body exceeded the {limit}-byte limit"),
+                    ));
+                }
+                buffer.extend_from_slice(bytes);
+                return None;
+            }
+            Source::Done => return None,
+        }
+        if self.stream.is_finished() {
+            self.source = Source::Done;
+        }
+        (!out.is_empty()).then(|| self.took(out))
+    }
+
+    fn end_of_body(&mut self) -> Bytes {
+        let mut out = Vec::new();
+        if let Source::Document(_, buffer) = &mut self.source {
+            let body = std::mem::take(buffer);
+            if !self.upstream_status.is_success() {
+                return self.http_error(&body);
+            }
+            if let Err(err) = self.stream.feed_json(&body, now_ms(), &mut out) {
+                tracing::error!("gateway failed to encode an event: {err}");
+            }
+        }
+        if let Err(err) = self.stream.finish(StreamEnd::Eof, now_ms(), &mut out) {
+            tracing::error!("gateway failed to encode an event: {err}");
+        }
+        self.source = Source::Done;
+        self.took(out)
+    }
+
+    /// A non-2xx answer: the agent's own error when the body carries one
+    /// (JSON-RPC, `google.rpc.Status`, problem+json), else the status.
+    fn http_error(&mut self, body: &[u8]) -> Bytes {
+        let status = self.upstream_status;
+        let parsed = serde_json::from_slice::<Value>(body).ok();
+        if let Some(report) = parsed.as_ref().and_then(a2a_agui::error_report) {
+            return self.fail(&report.code, report.message);
+        }
+        let excerpt: String = String::from_utf8_lossy(body).chars().take(300).collect();
+        self.fail(
+            codes::HTTP,
+            format!("upstream answered HTTP {status}: {excerpt}"),
+        )
+    }
+}
+
+impl Drop for RelayState {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.run.metrics.count_error("CLIENT_DISCONNECTED");
+        let task = self.stream.converter().task_id().map(str::to_owned);
+        if let (true, Some(task)) = (self.run.agent.config.cancel_on_disconnect, task) {
+            let agent = self.run.agent.clone();
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                handle.spawn(async move { send_cancel(&agent, &task).await });
+            }
+        }
+    }
+}
+
+/// Tells the upstream to cancel a task whose client went away.
+async fn send_cancel(agent: &Agent, task: &str) {
+    let (url, version) = agent.endpoint().await;
+    let (body, needs_version) = cancel_request(version, task, &format!("cancel-{task}"));
+    let mut request = agent.client.post(url).json(&body);
+    if needs_version {
+        request = request.header("A2A-Version", "1.0");
+    }
+    for (name, value) in &agent.config.headers {
+        request = request.header(name, value);
+    }
+    match request.send().await {
+        Ok(response) => {
+            tracing::info!(agent = agent.name(), task, status = %response.status(), "sent A2A cancel after client disconnect")
+        }
+        Err(err) => tracing::warn!(agent = agent.name(), task, "A2A cancel failed: {err}"),
+    }
+}
+
+/// Relays `upstream` (the result of sending the request) as AG-UI SSE.
+/// Upstream failures become a RUN_ERROR inside a 200 stream, which every
+/// AG-UI client reports as a failed run rather than a transport error.
+pub async fn relay(
+    run: Run,
+    upstream: Result<reqwest::Response, reqwest::Error>,
+    started: Instant,
+) -> Response {
+    let metrics = run.metrics.clone();
+    let stream = StreamConverter::new(
+        run.options.clone(),
+        RunIds::default(),
+        run.dialect,
+        run.max_event_bytes,
+    );
+    let idle_timeout = run.agent.config.idle_timeout;
+    let mut state = RelayState {
+        _active: metrics.stream_started(),
+        run,
+        stream,
+        source: Source::Done,
+        upstream_status: StatusCode::OK,
+        idle_timeout,
+        last_upstream: Instant::now(),
+        last_output: Instant::now(),
+        finished: false,
+    };
+    let first = match upstream {
+        Ok(response) => {
+            metrics.observe_upstream_latency(started.elapsed());
+            state.upstream_status = response.status();
+            let is_sse = response
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|ct| ct.to_ascii_lowercase().starts_with("text/event-stream"));
+            let body: UpstreamBody = Box::pin(response.bytes_stream());
+            state.source = if is_sse && state.upstream_status.is_success() {
+                Source::Events(body)
+            } else {
+                Source::Document(body, Vec::new())
+            };
+            None
+        }
+        Err(err) => {
+            let code = if err.is_connect() {
+                codes::CONNECT
+            } else if err.is_timeout() {
+                codes::TIMEOUT
+            } else {
+                codes::READ
+            };
+            Some(state.fail(
+                code,
+                format!("the upstream agent could not be reached: {err}"),
+            ))
+        }
+    };
+    let body = futures::stream::unfold((state, first), |(mut state, first)| async move {
+        if let Some(bytes) = first {
+            return Some((Ok::<_, std::convert::Infallible>(bytes), (state, None)));
+        }
+        let bytes = state.next().await?;
+        Some((Ok(bytes), (state, None)))
+    });
+    sse_response(Body::from_stream(body))
+}
+
+pub fn sse_response(body: Body) -> Response {
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
