@@ -1,0 +1,380 @@
+//! Starting things on loopback: the gateway binary as in production, the
+//! real A2A agents of `tests/agents`, and a fault-injecting fake upstream.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A child process killed when dropped.
+pub struct Process {
+    pub child: Child,
+    pub port: u16,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Process {
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Sends SIGTERM (through `kill`, to keep the tests free of unsafe code).
+    pub fn terminate(&self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+    }
+}
+
+/// Starts a command and waits (bounded) for a stdout line holding the port.
+fn start(mut command: Command, marker: &str, what: &str) -> Process {
+    command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .stdin(Stdio::null());
+    let mut child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let marker = marker.to_owned();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split(&marker).nth(1) {
+                let port = rest
+                    .trim()
+                    .rsplit(':')
+                    .next()
+                    .and_then(|p| p.trim_matches('/').parse::<u16>().ok());
+                let _ = tx.send(port);
+            }
+        }
+    });
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(Some(port)) => Process { child, port },
+        _ => {
+            let _ = child.kill();
+            panic!("{what} did not report its port within 30 s");
+        }
+    }
+}
+
+/// The gateway, as a user runs it, on a free port.
+pub fn gateway(args: &[&str]) -> Process {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agui-gateway"));
+    command
+        .args(args)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("AGUI_GATEWAY_LOG", "warn");
+    start(command, "listening on ", "the gateway")
+}
+
+pub fn gateway_for(upstream: &str, extra: &[&str]) -> Process {
+    let mut args = vec!["--upstream", upstream];
+    args.extend_from_slice(extra);
+    gateway(&args)
+}
+
+/// One of the real agents: `python-v1` (a2a-sdk 1.3.0), `python-v03`
+/// (a2a-sdk 0.3.26), `js-v1` (@a2a-js/sdk 1.3.0). `tests/agents/setup.sh`
+/// installs them (the test command runs it first).
+pub fn agent(name: &str) -> Process {
+    let root = repo_root();
+    let dir = root.join("tests/agents");
+    let mut command = match name {
+        "python-v1" | "python-v03" => {
+            let venv = if name == "python-v1" {
+                "venv-a2a-v1"
+            } else {
+                "venv-a2a-v03"
+            };
+            let python = root.join(".cache").join(venv).join("bin/python");
+            assert!(
+                python.exists(),
+                "{} is missing: run tests/agents/setup.sh",
+                python.display()
+            );
+            let mut command = Command::new(python);
+            command.arg(dir.join(name).join("agent.py"));
+            command
+        }
+        "js-v1" => {
+            let mut command = Command::new("node");
+            command.arg(dir.join("js-v1/agent.mjs"));
+            command
+        }
+        other => panic!("no agent {other}"),
+    };
+    command
+        .args(["--port", "0"])
+        .env("DELAY_MS", "5")
+        .current_dir(&dir);
+    start(command, "READY ", name)
+}
+
+/// The JSON-RPC path of each real agent.
+pub fn jsonrpc_path(agent: &str) -> &'static str {
+    if agent == "js-v1" {
+        "/a2a/jsonrpc"
+    } else {
+        "/"
+    }
+}
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .no_proxy()
+        .build()
+        .expect("client")
+}
+
+/// The `data:` payloads of an SSE body (LF framing), as JSON.
+pub fn agui_events(body: &str) -> Vec<Value> {
+    assert!(!body.contains('\r'), "AG-UI output must use LF only");
+    body.split("\n\n")
+        .flat_map(|frame| frame.lines().filter_map(|l| l.strip_prefix("data: ")))
+        .map(|data| serde_json::from_str(data).unwrap_or_else(|e| panic!("not JSON ({e}): {data}")))
+        .collect()
+}
+
+/// The named events of a Hector-dialect body.
+pub fn hector_events(body: &str) -> Vec<(String, Value)> {
+    body.split("\n\n")
+        .filter(|f| !f.trim().is_empty())
+        .map(|frame| {
+            let name = frame
+                .lines()
+                .find_map(|l| l.strip_prefix("event: "))
+                .expect("event name")
+                .to_owned();
+            let data = frame
+                .lines()
+                .find_map(|l| l.strip_prefix("data: "))
+                .expect("data");
+            (name, serde_json::from_str(data).expect("JSON"))
+        })
+        .collect()
+}
+
+pub fn text_of(events: &[Value]) -> String {
+    events
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .filter_map(|e| e["delta"].as_str())
+        .collect()
+}
+
+/// Asserts the AG-UI run shape every client relies on, and returns the
+/// terminal event.
+pub fn assert_valid_run(events: &[Value]) -> &Value {
+    assert_eq!(
+        events.first().map(|e| &e["type"]),
+        Some(&json!("RUN_STARTED")),
+        "{events:#?}"
+    );
+    let last = events.last().expect("events");
+    assert!(
+        last["type"] == "RUN_FINISHED" || last["type"] == "RUN_ERROR",
+        "last: {last}"
+    );
+    let terminals = events
+        .iter()
+        .filter(|e| e["type"] == "RUN_FINISHED" || e["type"] == "RUN_ERROR")
+        .count();
+    assert_eq!(terminals, 1, "exactly one terminal event");
+    let starts = events
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_START")
+        .count();
+    let ends = events
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_END")
+        .count();
+    assert_eq!(starts, ends, "every text message is closed");
+    last
+}
+
+// ---------------------------------------------------------------------------
+// The fake upstream: what it does is chosen per request by the `X-Fake`
+// header, which the gateway forwards like any other.
+
+#[derive(Default)]
+pub struct FakeLog {
+    /// When each `drip` event was sent.
+    pub sent: Vec<Instant>,
+    /// When a streaming response was dropped (the connection closed).
+    pub closed: Option<Instant>,
+    /// JSON-RPC methods received.
+    pub methods: Vec<String>,
+    /// Headers of the last request.
+    pub headers: Vec<(String, String)>,
+}
+
+#[derive(Clone)]
+pub struct Fake {
+    pub log: Arc<Mutex<FakeLog>>,
+    base: String,
+}
+
+/// The fixed SSE body of the `fixed` scenario: CRLF, a comment, a
+/// multi-line `data:`, an `event:` line. Passthrough must keep every byte.
+pub const FIXED_SSE: &str = ": ping - 2026-11-21 04:36:11\r\n\r\ndata: {\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{\"kind\":\"task\",\"id\":\"t1\",\"contextId\":\"c1\",\"status\":{\"state\":\"submitted\"}}}\r\n\r\ndata: {\"id\":1,\"jsonrpc\":\"2.0\",\r\ndata: \"result\":{\"kind\":\"artifact-update\",\"taskId\":\"t1\",\"contextId\":\"c1\",\"artifact\":{\"artifactId\":\"a\",\"parts\":[{\"kind\":\"text\",\"text\":\"fixed\"}]},\"lastChunk\":true}}\r\n\r\nevent: message\r\ndata: {\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{\"kind\":\"status-update\",\"taskId\":\"t1\",\"contextId\":\"c1\",\"status\":{\"state\":\"completed\"},\"final\":true}}\r\n\r\n";
+
+pub async fn fake_upstream() -> (SocketAddr, Fake) {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let fake = Fake {
+        log: Arc::default(),
+        base: format!("http://{addr}/"),
+    };
+    let app = Router::new()
+        .route("/.well-known/agent-card.json", get(fake_card))
+        .route("/", post(fake_rpc))
+        .with_state(fake.clone());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (addr, fake)
+}
+
+async fn fake_card(State(fake): State<Fake>) -> Response {
+    axum::Json(
+        json!({ "name": "fake", "description": "fault injection", "url": fake.base,
+        "protocolVersion": "0.3.0", "capabilities": { "streaming": true } }),
+    )
+    .into_response()
+}
+
+fn sse(
+    stream: impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
+) -> Response {
+    let mut response = Response::new(Body::from_stream(stream));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/event-stream"),
+    );
+    response
+}
+
+fn frame(result: Value) -> Bytes {
+    Bytes::from(format!(
+        "data: {}\n\n",
+        json!({ "jsonrpc": "2.0", "id": 1, "result": result })
+    ))
+}
+
+fn task() -> Value {
+    json!({ "kind": "task", "id": "t1", "contextId": "c1", "status": { "state": "working" } })
+}
+
+fn chunk(text: &str) -> Value {
+    json!({ "kind": "artifact-update", "taskId": "t1", "contextId": "c1", "append": true,
+        "artifact": { "artifactId": "a", "parts": [{ "kind": "text", "text": text }] } })
+}
+
+/// Notes when the response stream is dropped, i.e. the connection closed.
+struct DropFlag(Arc<Mutex<FakeLog>>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        if let Ok(mut log) = self.0.lock() {
+            log.closed = Some(Instant::now());
+        }
+    }
+}
+
+async fn fake_rpc(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) -> Response {
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    {
+        let mut log = fake.log.lock().expect("log");
+        log.methods
+            .push(request["method"].as_str().unwrap_or("").to_owned());
+        log.headers = headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_owned()))
+            .collect();
+    }
+    if request["method"] == "tasks/cancel" {
+        return axum::Json(
+            json!({ "jsonrpc": "2.0", "id": request["id"], "result": { "kind": "task", "id": "t1",
+            "contextId": "c1", "status": { "state": "canceled" } } }),
+        )
+        .into_response();
+    }
+    let scenario = headers
+        .get("x-fake")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("fixed")
+        .to_owned();
+    let ok = |b: Bytes| Ok::<_, std::io::Error>(b);
+    match scenario.as_str() {
+        "fixed" => sse(futures::stream::iter([ok(Bytes::from_static(FIXED_SSE.as_bytes()))])),
+        "http500" => (StatusCode::INTERNAL_SERVER_ERROR, "internal failure in the agent").into_response(),
+        "json-error" => axum::Json(json!({ "jsonrpc": "2.0", "id": 1, "error": { "code": -32001, "message": "Task not found" } })).into_response(),
+        "drop" => sse(futures::stream::iter([
+            ok(frame(task())),
+            ok(frame(chunk("half an ans"))),
+            Err(std::io::Error::other("connection reset by the fake")),
+        ])),
+        "stall" => sse(futures::stream::iter([ok(frame(task()))]).chain(futures::stream::once(async move {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            ok(Bytes::new())
+        }))),
+        "oversized" => sse(futures::stream::iter([ok(frame(task())), ok(frame(chunk(&"x".repeat(5000))))])),
+        "silent" => sse(futures::stream::iter([ok(frame(task()))]).chain(futures::stream::once(async move {
+            tokio::time::sleep(Duration::from_millis(2500)).await;
+            ok(frame(json!({ "kind": "status-update", "taskId": "t1", "contextId": "c1", "status": { "state": "completed" }, "final": true })))
+        }))),
+        "drip" | "endless" => {
+            let count = if scenario == "drip" { 8 } else { 150 };
+            let log = fake.log.clone();
+            let flag = DropFlag(fake.log.clone());
+            let stream = futures::stream::unfold((0usize, log, flag), move |(i, log, flag)| async move {
+                if i > count {
+                    return None;
+                }
+                if i > 0 {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                let event = if i == 0 {
+                    task()
+                } else if i == count {
+                    json!({ "kind": "status-update", "taskId": "t1", "contextId": "c1", "status": { "state": "completed" }, "final": true })
+                } else {
+                    chunk(&format!("[{i}]"))
+                };
+                if let Ok(mut log) = log.lock() {
+                    log.sent.push(Instant::now());
+                }
+                Some((ok(frame(event)), (i + 1, log, flag)))
+            });
+            sse(stream)
+        }
+        other => (StatusCode::BAD_REQUEST, format!("unknown X-Fake scenario {other}")).into_response(),
+    }
+}
+
+use futures::StreamExt as _;
