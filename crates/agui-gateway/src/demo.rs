@@ -29,6 +29,10 @@ struct Demo {
 pub async fn start_agent(delay: Duration) -> std::io::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
     let addr = listener.local_addr()?;
+    // Small writes leave at once (Nagle plus delayed ACKs would add 40 ms).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+        let _ = stream.set_nodelay(true);
+    });
     let demo = Demo {
         url: format!("http://{addr}/"),
         delay,

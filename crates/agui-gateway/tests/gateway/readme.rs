@@ -1,0 +1,131 @@
+//! The README's examples print what the README shows: every ```console
+//! block's `$ curl …` runs against `agui-gateway demo` and its output is
+//! compared with the block. Random run prefixes in ids and timestamps are
+//! normalised; a `...` line stands for any number of lines.
+
+use std::process::Command;
+
+use crate::support::{gateway, repo_root};
+
+struct Example {
+    command: String,
+    expected: Vec<String>,
+}
+
+fn examples(readme: &str) -> Vec<Example> {
+    let mut examples = Vec::new();
+    let mut lines = readme.lines();
+    while let Some(line) = lines.next() {
+        if line != "```console" {
+            continue;
+        }
+        let mut block: Vec<String> = lines
+            .by_ref()
+            .take_while(|l| *l != "```")
+            .map(str::to_owned)
+            .collect();
+        let command = block.remove(0);
+        let command = command
+            .strip_prefix("$ ")
+            .expect("a console block starts with `$ `")
+            .to_owned();
+        examples.push(Example {
+            command,
+            expected: block,
+        });
+    }
+    examples
+}
+
+/// Replaces what differs between runs: `"timestamp":<ms>` and the random
+/// per-run prefix in minted ids (`msg-<12 hex>-4`).
+fn normalise(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find("\"timestamp\":") {
+        out.push_str(&rest[..at + 12]);
+        rest = rest[at + 12..].trim_start_matches(|c: char| c.is_ascii_digit());
+        out.push('0');
+    }
+    out.push_str(rest);
+    let bytes = out.as_bytes();
+    let mut result = String::with_capacity(out.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let run = &bytes[i..];
+        let is_prefix = run.len() >= 14
+            && run[0] == b'-'
+            && run[13] == b'-'
+            && run[1..13]
+                .iter()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+        if is_prefix {
+            result.push_str("-RUN-");
+            i += 14;
+        } else {
+            let ch = out[i..].chars().next().unwrap_or('?');
+            result.push(ch);
+            i += ch.len_utf8();
+        }
+    }
+    result
+}
+
+/// Line-wise match where an expected `...` matches any run of lines.
+fn matches(expected: &[String], actual: &[String]) -> bool {
+    match expected.split_first() {
+        None => actual.is_empty(),
+        Some((first, rest)) if first == "..." => {
+            (0..=actual.len()).any(|skip| matches(rest, &actual[skip..]))
+        }
+        Some((first, rest)) => {
+            actual.first().is_some_and(|a| a == first) && matches(rest, &actual[1..])
+        }
+    }
+}
+
+#[test]
+fn the_readme_examples_print_what_the_readme_shows() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
+    let examples = examples(&readme);
+    assert!(examples.len() >= 6, "the README lost its examples");
+    let demo = gateway(&["demo", "--delay-ms", "0"]);
+    let port = demo.port.to_string();
+    for example in &examples {
+        let command = example
+            .command
+            .replace("localhost:8080", &format!("localhost:{port}"));
+        let output = Command::new("sh")
+            .arg("-c")
+            .arg(&command)
+            .output()
+            .expect("sh runs");
+        let stdout = String::from_utf8_lossy(&output.stdout)
+            .replace(&format!("localhost:{port}"), "localhost:8080");
+        let actual: Vec<String> = stdout
+            .trim_end_matches('\n')
+            .lines()
+            .map(normalise)
+            .collect();
+        let expected: Vec<String> = example.expected.iter().map(|l| normalise(l)).collect();
+        assert!(
+            matches(&expected, &actual),
+            "README example differs:\n$ {}\n--- README\n{}\n--- actual\n{}",
+            example.command,
+            expected.join("\n"),
+            actual.join("\n")
+        );
+    }
+}
+
+#[test]
+fn the_normaliser_and_matcher_do_what_they_say() {
+    assert_eq!(
+        normalise(r#"{"messageId":"msg-65c7ab550959-4","timestamp":1795}"#),
+        r#"{"messageId":"msg-RUN-4","timestamp":0}"#
+    );
+    let lines = |s: &str| s.lines().map(str::to_owned).collect::<Vec<_>>();
+    assert!(matches(&lines("a\n...\nd"), &lines("a\nb\nc\nd")));
+    assert!(!matches(&lines("a\n...\nd"), &lines("a\nb\nc")));
+    assert!(!matches(&lines("a\nb"), &lines("a\nc")));
+}
