@@ -369,6 +369,9 @@ enum Negotiated {
     Build(Box<OutgoingMessage>),
     /// An A2A call with no AG-UI form (`tasks/get`, push configs, …).
     NotConvertible,
+    /// A `RunAgentInput` (what `@ag-ui/client`'s HttpAgent always posts):
+    /// served like the AG-UI endpoint.
+    RunAgentInput,
 }
 
 const STREAMING_METHODS: [&str; 5] = [
@@ -414,6 +417,12 @@ fn negotiate(method: &Method, path: &str, body: &[u8]) -> Result<Negotiated, Box
                 Negotiated::NotConvertible
             },
         );
+    }
+    if json.get("threadId").is_some()
+        && json.get("runId").is_some()
+        && json.get("messages").is_some()
+    {
+        return Ok(Negotiated::RunAgentInput);
     }
     let message = json
         .get("request")
@@ -500,6 +509,7 @@ async fn proxy(
     };
     let started = Instant::now();
     match negotiated {
+        Negotiated::RunAgentInput => agui::run(state, agent, parts.headers, body).await,
         Negotiated::NotConvertible => {
             state.metrics.count_request("passthrough");
             passthrough(&state, &agent, &parts, &path, query.as_deref(), body).await

@@ -397,6 +397,17 @@ async fn every_ag_ui_client_version_runs_against_the_agui_endpoint() {
             "{version}: {messages:?}"
         );
     }
+    // HttpAgent pointed at a negotiated A2A route posts the same RunAgentInput.
+    for version in ["1.0.0", "0.0.59", "0.0.48"] {
+        let url = format!("{}/v1/agents/default/stream?format=agui", gw.url());
+        let run = run_client(version, &url, &["--message", "chunks"]);
+        assert_eq!(run["ok"], true, "{version}: {run}");
+        assert_eq!(
+            run["types"].as_array().unwrap().last().unwrap(),
+            "RUN_FINISHED",
+            "{version}: {run}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -412,6 +423,18 @@ async fn a_thread_waiting_for_input_continues_its_task() {
         let events = agui_events(&text);
         let last = assert_valid_run(&events);
         assert_eq!(last["result"]["state"], "input-required", "{text}");
+        let thread = format!("thread-{agent_name}");
+        for event in [&events[0], last] {
+            assert_eq!(
+                (event["threadId"].as_str(), event["runId"].as_str()),
+                (Some(thread.as_str()), Some("run-1"))
+            );
+        }
+        assert_eq!(
+            last["result"]["contextId"],
+            thread.as_str(),
+            "threadId is the A2A contextId"
+        );
         let task = last["result"]["taskId"].as_str().unwrap().to_owned();
         let end = events
             .iter()
@@ -467,11 +490,26 @@ async fn forwarded_props_metadata_and_extensions_reach_the_agent() {
     let metadata = json!({ "user": { "userId": "u1" }, "device": { "clientIp": "1.2.3.4", "deviceId": "d1" },
         "location": { "city": "Hangzhou", "longitude": "120.1", "latitude": "30.2" }, "userDefinedParams": { "p": "v" },
         "commandResults": [{ "commandRequestId": "cmd-1", "opaque": true }], "images": [{ "type": "url", "value": "https://img/1.png" }], "chatId": "chat-1" });
-    let input = json!({ "threadId": "t", "runId": "r", "messages": [{ "id": "u", "role": "user", "content": "hi" }],
+    let input = json!({ "threadId": "t", "runId": "r", "messages": [{ "id": "u", "role": "user", "content": [
+            { "type": "text", "text": "what is in this picture?" },
+            { "type": "image", "source": { "type": "url", "value": "https://img/1.png", "mimeType": "image/png" } }] }],
         "forwardedProps": { "a2a": { "metadata": metadata, "extensions": ["https://help.aliyun.com/en/model-studio/multimodal-integration-a2a-protocol"] } } });
     let (_, _, text) = post_text(&format!("{}/agui", gw.url()), &input, &[]).await;
     assert_valid_run(&agui_events(&text));
-    let headers = fake.log.lock().unwrap().headers.clone();
+    let (headers, body) = {
+        let log = fake.log.lock().unwrap();
+        (log.headers.clone(), log.body.clone())
+    };
+    let message = &body["params"]["message"];
+    assert_eq!(
+        (message["contextId"].as_str(), message["role"].as_str()),
+        (Some("t"), Some("user"))
+    );
+    assert_eq!(message["metadata"], metadata);
+    assert_eq!(
+        message["parts"][1],
+        json!({ "kind": "file", "file": { "uri": "https://img/1.png", "mimeType": "image/png" } })
+    );
     let ext = headers
         .iter()
         .find(|(k, _)| k == "x-a2a-extensions")
@@ -797,7 +835,10 @@ async fn health_readiness_metrics_and_config_checks() {
         "{output:?}"
     );
     let good = dir.join("good.toml");
-    std::fs::write(&good, format!("listen = \"127.0.0.1:0\"\n[agents.assistant]\nupstream = \"http://{addr}/\"\noutput = \"hector\"\n")).unwrap();
+    let good_config = format!(
+        "listen = \"127.0.0.1:0\"\n[cors]\nallow_origins = [\"https://app.example.com\"]\n[agents.assistant]\nupstream = \"http://{addr}/\"\noutput = \"hector\"\n"
+    );
+    std::fs::write(&good, good_config).unwrap();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_agui-gateway"))
         .arg("check-config")
         .arg(&good)
@@ -824,4 +865,114 @@ async fn health_readiness_metrics_and_config_checks() {
             .any(|(n, _)| n == "task_complete"),
         "{text}"
     );
+    // CORS: a browser's preflight, and no header for an origin not allowed.
+    let preflight = client()
+        .request(reqwest::Method::OPTIONS, format!("{}/agui", gw.url()))
+        .header("Origin", "https://app.example.com")
+        .header("Access-Control-Request-Method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status(), 204);
+    assert_eq!(
+        preflight.headers()["access-control-allow-origin"],
+        "https://app.example.com"
+    );
+    let other = client()
+        .get(format!("{}/healthz", gw.url()))
+        .header("Origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert!(other.headers().get("access-control-allow-origin").is_none());
+}
+
+// ---------------------------------------------------------------------------
+// More negotiated calls: REST streams and resubscription
+
+#[tokio::test]
+async fn rest_streams_are_negotiated_too() {
+    for (agent_name, path, v10) in [
+        ("python-v1", "/rest/message:stream", true),
+        ("python-v1", "/rest/v1/message:stream", false),
+        ("python-v03", "/rest/v1/message:stream", false),
+        ("js-v1", "/a2a/rest/message:stream", true),
+    ] {
+        let agent = agent(agent_name);
+        let gw = gateway_for(&agent.url(), &[]);
+        let body = if v10 {
+            json!({ "message": { "role": "ROLE_USER", "messageId": "m1", "parts": [{ "text": "chunks" }] } })
+        } else {
+            json!({ "message": { "role": "ROLE_USER", "messageId": "m1", "content": [{ "text": "chunks" }] } })
+        };
+        let headers: Vec<_> = if v10 {
+            vec![("A2A-Version", "1.0")]
+        } else {
+            vec![]
+        };
+        let (status, _, text) =
+            post_text(&format!("{}{path}?format=agui", gw.url()), &body, &headers).await;
+        assert_eq!(status, 200, "{agent_name} {path}: {text}");
+        let events = agui_events(&text);
+        assert_eq!(
+            assert_valid_run(&events)["result"]["state"],
+            "completed",
+            "{agent_name} {path}: {text}"
+        );
+        assert!(
+            text_of(&events).contains("streaming"),
+            "{agent_name} {path}"
+        );
+    }
+}
+
+/// The task id in the first `"kind":"task"` event of a 0.3 SSE body.
+fn first_task_id(sse: &str) -> Option<String> {
+    sse.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|v| v["result"]["kind"] == "task")
+        .and_then(|v| v["result"]["id"].as_str().map(str::to_owned))
+}
+
+#[tokio::test]
+async fn a_resubscription_is_negotiated_and_starts_from_the_task_snapshot() {
+    let agent = agent("python-v1");
+    let gw = gateway_for(&agent.url(), &[]);
+    // A long task, started directly by an A2A client.
+    let (start, _) = stream_request(false, "cancel-me");
+    let response = client()
+        .post(format!("{}/", agent.url()))
+        .json(&start)
+        .send()
+        .await
+        .unwrap();
+    let mut original = response.bytes_stream();
+    let mut seen = String::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let task = loop {
+        assert!(Instant::now() < deadline, "no task event: {seen}");
+        seen.push_str(std::str::from_utf8(&original.next().await.unwrap().unwrap()).unwrap());
+        if let Some(task) = first_task_id(&seen) {
+            break task;
+        }
+    };
+    let resubscribe = json!({ "jsonrpc": "2.0", "id": 2, "method": "tasks/resubscribe", "params": { "id": task } });
+    let url = format!("{}/?format=agui", gw.url());
+    let watcher = tokio::spawn(async move { post_text(&url, &resubscribe, &[]).await });
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let cancel =
+        json!({ "jsonrpc": "2.0", "id": 3, "method": "tasks/cancel", "params": { "id": task } });
+    let (status, _, _) = post_text(&format!("{}/", agent.url()), &cancel, &[]).await;
+    assert_eq!(status, 200);
+    let (_, _, text) = watcher.await.unwrap();
+    let events = agui_events(&text);
+    let last = assert_valid_run(&events);
+    assert_eq!(events[0]["runId"], task.as_str(), "{text}");
+    assert_eq!(last["result"]["state"], "canceled", "{text}");
+    assert!(
+        !text_of(&events).is_empty(),
+        "the snapshot's text and the live chunks: {text}"
+    );
+    drop(original);
 }

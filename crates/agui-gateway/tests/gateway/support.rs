@@ -229,6 +229,8 @@ pub struct FakeLog {
     pub methods: Vec<String>,
     /// Headers of the last request.
     pub headers: Vec<(String, String)>,
+    /// Body of the last request.
+    pub body: Value,
 }
 
 #[derive(Clone)]
@@ -312,6 +314,7 @@ async fn fake_rpc(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) -> 
         let mut log = fake.log.lock().expect("log");
         log.methods
             .push(request["method"].as_str().unwrap_or("").to_owned());
+        log.body = request.clone();
         log.headers = headers
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_owned()))
