@@ -5,6 +5,7 @@
 //! All in one binary, to link once.
 #![allow(clippy::expect_used, clippy::unwrap_used)] // test code: a panic is the failure report
 
+mod matrix;
 mod readme;
 mod support;
 
@@ -343,7 +344,7 @@ async fn malformed_requests_get_a_4xx_json_body_before_any_stream() {
 // ---------------------------------------------------------------------------
 // The AG-UI endpoint, with the real clients
 
-fn run_client(version: &str, url: &str, extra: &[&str]) -> Value {
+pub fn run_client(version: &str, url: &str, extra: &[&str]) -> Value {
     let script = repo_root().join("tests/conformance/node/run-agent.mjs");
     let output = std::process::Command::new("node")
         .arg(script)
