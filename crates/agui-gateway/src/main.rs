@@ -75,6 +75,9 @@ struct ServeArgs {
     /// The gateway's public URL, for agent card links (default: from the request).
     #[arg(long, env = "AGUI_GATEWAY_PUBLIC_URL")]
     public_url: Option<Url>,
+    /// Runtime worker threads (default: one per core).
+    #[arg(long, env = "AGUI_GATEWAY_WORKERS")]
+    workers: Option<usize>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -130,16 +133,21 @@ fn main() -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Some(Command::Demo { listen, delay_ms }) => runtime()?.block_on(demo(listen, delay_ms)),
+        Some(Command::Demo { listen, delay_ms }) => runtime(None)?.block_on(demo(listen, delay_ms)),
         None => {
+            let workers = cli.serve.workers;
             let config = serve_config(cli.serve)?;
-            runtime()?.block_on(serve(config, None))
+            runtime(workers)?.block_on(serve(config, None))
         }
     }
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
+fn runtime(workers: Option<usize>) -> anyhow::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(workers) = workers {
+        builder.worker_threads(workers.max(1));
+    }
+    builder
         .enable_all()
         .build()
         .context("gateway could not start its runtime")

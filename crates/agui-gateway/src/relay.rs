@@ -103,6 +103,13 @@ enum Source {
 }
 
 struct RelayState {
+    /// Fires when the gateway stops; one future for the stream's whole life
+    /// (a fresh one per event would lock the token's waiter list each time).
+    stop: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
+    /// One timer for both the keep-alive and the idle timeout, armed at the
+    /// earlier deadline and re-armed lazily when it fires: events do not
+    /// touch the timer wheel.
+    timer: Pin<Box<tokio::time::Sleep>>,
     run: Run,
     stream: StreamConverter<RunIds>,
     source: Source,
@@ -166,16 +173,13 @@ impl RelayState {
             if self.finished {
                 return None;
             }
-            let keepalive_at = self.last_output + self.run.keepalive;
-            let idle_at = self.last_upstream + self.idle_timeout;
-            let stop = self.run.shutdown.stop.clone();
             let source = match &mut self.source {
                 Source::Events(body) | Source::Document(body, _) => body,
                 Source::Done => return None,
             };
             tokio::select! {
                 biased;
-                _ = stop.cancelled() => {
+                _ = self.stop.as_mut() => {
                     return Some(self.fail(codes::SHUTDOWN, "the gateway is shutting down".to_owned()));
                 }
                 chunk = source.next() => {
@@ -193,16 +197,34 @@ impl RelayState {
                         None => return Some(self.end_of_body()),
                     }
                 }
-                _ = tokio::time::sleep_until(keepalive_at.into()) => {
-                    self.last_output = Instant::now();
-                    return Some(Bytes::from_static(b": ping\n\n"));
-                }
-                _ = tokio::time::sleep_until(idle_at.into()) => {
-                    let secs = self.idle_timeout.as_secs();
-                    return Some(self.fail(codes::IDLE, format!("the upstream sent nothing for {secs} s")));
+                _ = self.timer.as_mut() => {
+                    let now = Instant::now();
+                    let (keepalive_at, idle_at) = self.deadlines();
+                    if now >= idle_at {
+                        let secs = self.idle_timeout.as_secs();
+                        return Some(self.fail(codes::IDLE, format!("the upstream sent nothing for {secs} s")));
+                    }
+                    if now >= keepalive_at {
+                        self.last_output = now;
+                        self.rearm();
+                        return Some(Bytes::from_static(b": ping\n\n"));
+                    }
+                    self.rearm();
                 }
             }
         }
+    }
+
+    fn deadlines(&self) -> (Instant, Instant) {
+        (
+            self.last_output + self.run.keepalive,
+            self.last_upstream + self.idle_timeout,
+        )
+    }
+
+    fn rearm(&mut self) {
+        let (keepalive_at, idle_at) = self.deadlines();
+        self.timer.as_mut().reset(keepalive_at.min(idle_at).into());
     }
 
     /// Feeds an upstream chunk; `None` when it produced nothing to send.
@@ -318,7 +340,10 @@ pub async fn relay(
         run.max_event_bytes,
     );
     let idle_timeout = run.agent.config.idle_timeout;
+    let first_deadline = Instant::now() + run.keepalive.min(idle_timeout);
     let mut state = RelayState {
+        stop: Box::pin(run.shutdown.stop.clone().cancelled_owned()),
+        timer: Box::pin(tokio::time::sleep_until(first_deadline.into())),
         _active: metrics.stream_started(),
         run,
         stream,
