@@ -82,7 +82,7 @@ pub async fn run(
         &format!("agui-{run_id}-{:x}", random_u64()),
     );
     let mut request = forward_headers(
-        agent.client.post(url),
+        agent.stream_client.post(url),
         &without_body_headers(&headers),
         &agent,
     )
@@ -132,7 +132,7 @@ pub async fn run(
         on_end: Some(Box::new(on_end)),
     };
     let started = Instant::now();
-    relay::relay(run, request.send().await, started).await
+    relay::relay(run, agent.send_stream(request).await, started).await
 }
 
 fn invalid(message: String) -> Response {

@@ -22,7 +22,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
-use crate::upstream::{Agent, cancel_request};
+use crate::upstream::{Agent, UpstreamError, cancel_request};
 
 /// Codes the gateway itself puts in `RUN_ERROR`.
 pub mod codes {
@@ -329,7 +329,7 @@ async fn send_cancel(agent: &Agent, task: &str) {
 /// AG-UI client reports as a failed run rather than a transport error.
 pub async fn relay(
     run: Run,
-    upstream: Result<reqwest::Response, reqwest::Error>,
+    upstream: Result<reqwest::Response, UpstreamError>,
     started: Instant,
 ) -> Response {
     let metrics = run.metrics.clone();
@@ -372,12 +372,11 @@ pub async fn relay(
             None
         }
         Err(err) => {
-            let code = if err.is_connect() {
-                codes::CONNECT
-            } else if err.is_timeout() {
-                codes::TIMEOUT
-            } else {
-                codes::READ
+            let code = match &err {
+                UpstreamError::Request(err) if err.is_connect() => codes::CONNECT,
+                UpstreamError::Request(err) if err.is_timeout() => codes::TIMEOUT,
+                UpstreamError::Request(_) => codes::READ,
+                UpstreamError::NoResponse(_) => codes::TIMEOUT,
             };
             Some(state.fail(
                 code,

@@ -524,13 +524,13 @@ async fn proxy(
                     "the path cannot be forwarded",
                 );
             };
-            let mut request = agent.client.request(parts.method.clone(), url);
+            let mut request = agent.stream_client.request(parts.method.clone(), url);
             request = forward_headers(request, &parts.headers, &agent);
             request = request.header(header::ACCEPT, "text/event-stream, application/json");
             if needs_version_header(&body) && !parts.headers.contains_key("a2a-version") {
                 request = request.header("A2A-Version", "1.0");
             }
-            let response = request.body(body).send().await;
+            let response = agent.send_stream(request.body(body)).await;
             relay::relay(run, response, started).await
         }
         Negotiated::Build(message) => {
@@ -538,13 +538,13 @@ async fn proxy(
             let (url, version) = agent.endpoint().await;
             let rpc_id = format!("agui-gateway-{:x}", random_u64());
             let (body, needs_version) = streaming_request(version, &message, &rpc_id);
-            let mut request = agent.client.post(url).json(&body);
+            let mut request = agent.stream_client.post(url).json(&body);
             request = forward_headers(request, &parts.headers, &agent);
             request = request.header(header::ACCEPT, "text/event-stream, application/json");
             if needs_version {
                 request = request.header("A2A-Version", "1.0");
             }
-            relay::relay(run, request.send().await, started).await
+            relay::relay(run, agent.send_stream(request).await, started).await
         }
     }
 }

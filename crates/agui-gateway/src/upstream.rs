@@ -22,8 +22,20 @@ pub struct CardInfo {
 
 pub struct Agent {
     pub config: AgentConfig,
+    /// For passthrough and cards: reqwest's per-read timeout bounds them.
     pub client: reqwest::Client,
+    /// For converted streams, whose relay keeps its own idle timer: no
+    /// per-read timer on every chunk (see `send_stream`).
+    pub stream_client: reqwest::Client,
     card: RwLock<Option<Arc<CardInfo>>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("{0}")]
+    Request(reqwest::Error),
+    #[error("no response headers within {} s", .0.as_secs())]
+    NoResponse(Duration),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -36,20 +48,37 @@ pub enum CardError {
 
 impl Agent {
     pub fn new(config: AgentConfig) -> Result<Agent, reqwest::Error> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            // A per-read timeout (reset by every chunk, also bounds the wait
-            // for headers); never a total deadline, which would cut streams.
-            .read_timeout(config.idle_timeout)
-            .tcp_nodelay(true)
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
+        let builder = || {
+            reqwest::Client::builder()
+                .connect_timeout(config.connect_timeout)
+                .tcp_nodelay(true)
+                .no_proxy()
+                .redirect(reqwest::redirect::Policy::none())
+        };
+        // A per-read timeout (reset by every chunk, also bounds the wait for
+        // headers); never a total deadline, which would cut streams.
+        let client = builder().read_timeout(config.idle_timeout).build()?;
+        let stream_client = builder().build()?;
         Ok(Agent {
             config,
             client,
+            stream_client,
             card: RwLock::new(None),
         })
+    }
+
+    /// Sends a request whose answer will be relayed as a converted stream:
+    /// the wait for its headers is bounded by the idle timeout here, the
+    /// body by the relay's own idle timer.
+    pub async fn send_stream(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, UpstreamError> {
+        let idle = self.config.idle_timeout;
+        match tokio::time::timeout(idle, request.send()).await {
+            Ok(result) => result.map_err(UpstreamError::Request),
+            Err(_) => Err(UpstreamError::NoResponse(idle)),
+        }
     }
 
     pub fn name(&self) -> &str {

@@ -1,4 +1,6 @@
-//! Opens N concurrent streams and measures them: time to first event, added
+//! Opens N concurrent streams and measures them: time to first content
+//! event (the first carrying an upstream send time: setups differ in what
+//! they send before it), added
 //! latency per event (the upstream's send time, carried in the event, to
 //! receipt here), events per second, errors, and the proxy's RSS and CPU.
 //! Bounded in count (`--streams`) and time (`--timeout-secs`).
@@ -36,9 +38,10 @@ struct Args {
     /// The user text: the fake upstream reads `events=`, `interval=`, `hold=`.
     #[arg(long, default_value = "events=50 interval=20")]
     message: String,
-    /// The proxy's process id, to sample its RSS and CPU time.
+    /// The proxy's process ids (repeat for several, e.g. nginx's master
+    /// and worker), to sample their summed RSS and CPU time.
     #[arg(long)]
-    pid: Option<u32>,
+    pid: Vec<u32>,
     /// A label for the result.
     #[arg(long, default_value = "unnamed")]
     setup: String,
@@ -91,21 +94,20 @@ async fn one_stream(
     while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(|e| e.to_string())?;
         let received = now_micros();
-        let mut events = 0u64;
+        let before = latencies.len();
         parser
             .feed(&chunk, |event| {
-                events += 1;
                 for sent in markers(event.data) {
                     latencies.push(received.saturating_sub(sent));
                 }
             })
             .map_err(|e| e.to_string())?;
-        if events > 0 && ttfe.is_none() {
+        if latencies.len() > before && ttfe.is_none() {
             ttfe = Some(u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
         }
     }
     ttfe.map(|t| (t, latencies))
-        .ok_or_else(|| "no event".to_owned())
+        .ok_or_else(|| "no content event".to_owned())
 }
 
 fn percentile(sorted: &[u64], p: f64) -> f64 {
@@ -120,6 +122,16 @@ fn summary(values: &mut [u64]) -> Value {
     values.sort_unstable();
     json!({ "p50": percentile(values, 50.0), "p90": percentile(values, 90.0), "p99": percentile(values, 99.0),
         "max": values.last().map_or(0.0, |v| *v as f64 / 1000.0) })
+}
+
+/// Summed (RSS in KiB, CPU seconds) of the processes; `None` without any.
+fn sample_all(pids: &[u32]) -> Option<(u64, f64)> {
+    if pids.is_empty() {
+        return None;
+    }
+    pids.iter()
+        .map(|pid| sample(*pid))
+        .try_fold((0, 0.0), |(rss, cpu), s| s.map(|(r, c)| (rss + r, cpu + c)))
 }
 
 /// (RSS in KiB, CPU seconds) of a process, from /proc.
@@ -150,14 +162,14 @@ async fn main() -> anyhow::Result<()> {
         .build()?;
     let totals = Arc::new(Mutex::new(Totals::default()));
     let all_open = Arc::new(AtomicU64::new(0));
-    let before = args.pid.and_then(sample);
+    let before = sample_all(&args.pid);
     let peak_rss = Arc::new(AtomicU64::new(before.map_or(0, |s| s.0)));
     let done = Arc::new(AtomicBool::new(false));
-    if let Some(pid) = args.pid {
-        let (peak, done) = (peak_rss.clone(), done.clone());
+    if !args.pid.is_empty() {
+        let (peak, done, pids) = (peak_rss.clone(), done.clone(), args.pid.clone());
         tokio::spawn(async move {
             while !done.load(Ordering::Relaxed) {
-                if let Some((rss, _)) = sample(pid) {
+                if let Some((rss, _)) = sample_all(&pids) {
                     peak.fetch_max(rss, Ordering::Relaxed);
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -208,7 +220,7 @@ async fn main() -> anyhow::Result<()> {
         };
     let duration = started.elapsed().as_secs_f64();
     done.store(true, Ordering::Relaxed);
-    let after = args.pid.and_then(sample);
+    let after = sample_all(&args.pid);
     let mut totals = totals.lock().await;
     let events = totals.latency_us.len() as u64;
     let peak = peak_rss.load(Ordering::Relaxed);
@@ -223,8 +235,8 @@ async fn main() -> anyhow::Result<()> {
         "events_per_s": events as f64 / duration,
         "ttfe_ms": summary(&mut totals.ttfe_us),
         "added_latency_ms": summary(&mut totals.latency_us),
-        "proxy_rss_kib": args.pid.map(|_| peak),
-        "proxy_rss_per_stream_kib": args.pid.map(|_| peak.saturating_sub(baseline_rss) as f64 / args.streams.max(1) as f64),
+        "proxy_rss_kib": before.map(|_| peak),
+        "proxy_rss_per_stream_kib": before.map(|_| peak.saturating_sub(baseline_rss) as f64 / args.streams.max(1) as f64),
         "proxy_cpu_s": match (before, after) { (Some(b), Some(a)) => Some(a.1 - b.1), _ => None },
     });
     println!("{result}");
