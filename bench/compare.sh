@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The whole comparison, on this machine, in one run: the same fake A2A
+# upstream served (1) directly, (2) through agui-gateway converting to AG-UI,
+# (3) through nginx as a plain SSE proxy, (4) through the Node alternative
+# (@ag-ui/a2a's A2AAgent + @ag-ui/encoder). Writes bench/results/results.json,
+# the tables (stdout and bench/results/tables.md) and bench/results/latency.png.
+# Every load run is bounded in count (--streams) and time (--timeout-secs).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$(pwd)
+OUT="$ROOT/bench/results"
+mkdir -p "$OUT"
+SCALES=${SCALES:-"100 1000 8000"}
+
+bash bench/setup.sh
+cargo build --release --locked -p agui-bench -p agui-gateway
+ulimit -n 20000 2>/dev/null || true
+BIN="$ROOT/target/release"
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# wait_line FILE PATTERN: the first match of PATTERN in FILE, waiting up to 20 s.
+wait_line() {
+    for _ in $(seq 200); do
+        if grep -qE "$2" "$1" 2>/dev/null; then grep -oE "$2" "$1" | head -1; return 0; fi
+        sleep 0.1
+    done
+    echo "timed out waiting for $2 in $1" >&2; cat "$1" >&2; return 1
+}
+wait_port() {
+    for _ in $(seq 200); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+        sleep 0.1
+    done
+    echo "port $1 never opened" >&2; return 1
+}
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+"$BIN/fake-upstream" > "$WORK/fake.log" 2>&1 & PIDS+=($!)
+FAKE=$(wait_line "$WORK/fake.log" 'READY [0-9]+' | cut -d' ' -f2)
+
+"$BIN/agui-gateway" --upstream "http://127.0.0.1:$FAKE/" --listen 127.0.0.1:0 > "$WORK/gw.log" 2>&1 & GW_PID=$!; PIDS+=($GW_PID)
+GW=$(wait_line "$WORK/gw.log" '127\.0\.0\.1:[0-9]+' | cut -d: -f2)
+
+NGINX=$(free_port)
+bash bench/nginx/run.sh "$FAKE" "$NGINX" > "$WORK/nginx.log" 2>&1 & NGINX_PID=$!; PIDS+=($NGINX_PID)
+wait_port "$NGINX"
+NGINX_WORKER=$(pgrep -P "$NGINX_PID" | head -1)
+
+node bench/node-alternative/server.mjs --upstream "http://127.0.0.1:$FAKE/" --port 0 > "$WORK/node.log" 2>&1 & NODE_PID=$!; PIDS+=($NODE_PID)
+NODE=$(wait_line "$WORK/node.log" 'READY [0-9]+' | cut -d' ' -f2)
+
+RESULTS="$WORK/runs.jsonl"
+: > "$RESULTS"
+# load SETUP STREAMS MESSAGE [TIMEOUT]: one loadgen run against a setup.
+load() {
+    local setup=$1 streams=$2 message=$3 timeout=${4:-120}
+    local args=(--streams "$streams" --message "$message" --timeout-secs "$timeout" --setup "$setup")
+    case "$setup" in
+        direct*) args+=(--url "http://127.0.0.1:$FAKE/" --mode a2a) ;;
+        gateway*) args+=(--url "http://127.0.0.1:$GW/agui" --mode agui --pid "$GW_PID") ;;
+        nginx*) args+=(--url "http://127.0.0.1:$NGINX/" --mode a2a --pid "$NGINX_PID" --pid "$NGINX_WORKER") ;;
+        node*) args+=(--url "http://127.0.0.1:$NODE/agui" --mode agui --pid "$NODE_PID") ;;
+    esac
+    echo "== $setup x $streams ($message)" >&2
+    "$BIN/loadgen" "${args[@]}" | tee -a "$RESULTS" >&2
+    sleep 1
+}
+
+for scale in $SCALES; do
+    for setup in direct gateway nginx node; do
+        if [ "$scale" -ge 8000 ]; then
+            # Idle streams: one chunk, 8 s of silence, one more: memory per held stream.
+            load "$setup" "$scale" "events=2 interval=20 hold=8" 90
+        else
+            # Live streams: 50 chunks 20 ms apart each (1,000 streams: 50,000 events/s).
+            load "$setup" "$scale" "events=50 interval=20"
+        fi
+    done
+done
+# Throughput ceiling: 50 streams of 2,000 back-to-back chunks.
+for setup in direct gateway nginx node; do
+    load "$setup-max" 50 "events=2000 interval=0"
+done
+
+python3 - "$RESULTS" "$OUT/results.json" <<'PY'
+import json, sys, platform, subprocess, datetime
+runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+cpu = subprocess.run(["sh", "-c", "lscpu | sed -n 's/^Model name: *//p' | head -1"], capture_output=True, text=True).stdout.strip()
+machine = f"{cpu}, {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores, Linux {platform.release()}"
+json.dump({"machine": machine, "date": datetime.date.today().isoformat(), "runs": runs}, open(sys.argv[2], "w"), indent=1)
+PY
+"$ROOT/.cache/venv-bench/bin/python" bench/plot.py "$OUT/results.json" --out "$OUT/latency.png" | tee "$OUT/tables.md"
+echo "results: $OUT/results.json, $OUT/tables.md, $OUT/latency.png"
