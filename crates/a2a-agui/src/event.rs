@@ -114,24 +114,50 @@ pub enum Event {
 impl Event {
     /// The wire name of the event, as in its `type` field.
     pub fn type_name(&self) -> &'static str {
+        Event::TYPE_NAMES[self.kind_index()]
+    }
+
+    /// Every `type` name this crate writes, in `kind_index` order.
+    pub const TYPE_NAMES: [&'static str; 17] = [
+        "RUN_STARTED",
+        "RUN_FINISHED",
+        "RUN_ERROR",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_RESULT",
+        "REASONING_START",
+        "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_END",
+        "REASONING_END",
+        "CUSTOM",
+        "RAW",
+    ];
+
+    /// The position of this event's type in `TYPE_NAMES` (for counters).
+    pub fn kind_index(&self) -> usize {
         match self {
-            Event::RunStarted { .. } => "RUN_STARTED",
-            Event::RunFinished { .. } => "RUN_FINISHED",
-            Event::RunError { .. } => "RUN_ERROR",
-            Event::TextMessageStart { .. } => "TEXT_MESSAGE_START",
-            Event::TextMessageContent { .. } => "TEXT_MESSAGE_CONTENT",
-            Event::TextMessageEnd { .. } => "TEXT_MESSAGE_END",
-            Event::ToolCallStart { .. } => "TOOL_CALL_START",
-            Event::ToolCallArgs { .. } => "TOOL_CALL_ARGS",
-            Event::ToolCallEnd { .. } => "TOOL_CALL_END",
-            Event::ToolCallResult { .. } => "TOOL_CALL_RESULT",
-            Event::ReasoningStart { .. } => "REASONING_START",
-            Event::ReasoningMessageStart { .. } => "REASONING_MESSAGE_START",
-            Event::ReasoningMessageContent { .. } => "REASONING_MESSAGE_CONTENT",
-            Event::ReasoningMessageEnd { .. } => "REASONING_MESSAGE_END",
-            Event::ReasoningEnd { .. } => "REASONING_END",
-            Event::Custom { .. } => "CUSTOM",
-            Event::Raw { .. } => "RAW",
+            Event::RunStarted { .. } => 0,
+            Event::RunFinished { .. } => 1,
+            Event::RunError { .. } => 2,
+            Event::TextMessageStart { .. } => 3,
+            Event::TextMessageContent { .. } => 4,
+            Event::TextMessageEnd { .. } => 5,
+            Event::ToolCallStart { .. } => 6,
+            Event::ToolCallArgs { .. } => 7,
+            Event::ToolCallEnd { .. } => 8,
+            Event::ToolCallResult { .. } => 9,
+            Event::ReasoningStart { .. } => 10,
+            Event::ReasoningMessageStart { .. } => 11,
+            Event::ReasoningMessageContent { .. } => 12,
+            Event::ReasoningMessageEnd { .. } => 13,
+            Event::ReasoningEnd { .. } => 14,
+            Event::Custom { .. } => 15,
+            Event::Raw { .. } => 16,
         }
     }
 

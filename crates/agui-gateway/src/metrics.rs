@@ -8,6 +8,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
+use a2a_agui::Event;
+
 /// Upper bounds of the upstream latency buckets, in seconds.
 const LATENCY_BUCKETS: [f64; 11] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
@@ -16,7 +18,8 @@ const LATENCY_BUCKETS: [f64; 11] = [
 #[derive(Default)]
 pub struct Metrics {
     active_streams: AtomicI64,
-    events: Mutex<BTreeMap<&'static str, u64>>,
+    /// Indexed by `Event::kind_index`: counted on every event, so no lock.
+    events: [AtomicU64; Event::TYPE_NAMES.len()],
     errors: Mutex<BTreeMap<String, u64>>,
     requests: Mutex<BTreeMap<&'static str, u64>>,
     latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
@@ -43,10 +46,8 @@ impl Metrics {
         self.active_streams.load(Ordering::Relaxed)
     }
 
-    pub fn count_event(&self, kind: &'static str) {
-        if let Ok(mut events) = self.events.lock() {
-            *events.entry(kind).or_default() += 1;
-        }
+    pub fn count_event(&self, event: &Event) {
+        self.events[event.kind_index()].fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn count_error(&self, kind: &str) {
@@ -90,8 +91,9 @@ impl Metrics {
             "# HELP agui_gateway_events_total AG-UI events sent, by type."
         );
         let _ = writeln!(out, "# TYPE agui_gateway_events_total counter");
-        if let Ok(events) = self.events.lock() {
-            for (kind, count) in events.iter() {
+        for (kind, count) in Event::TYPE_NAMES.iter().zip(&self.events) {
+            let count = count.load(Ordering::Relaxed);
+            if count > 0 {
                 let _ = writeln!(out, "agui_gateway_events_total{{type=\"{kind}\"}} {count}");
             }
         }

@@ -132,7 +132,7 @@ impl RelayState {
     /// Converts what the last step produced and notes a terminal event.
     fn took(&mut self, out: Vec<u8>) -> Bytes {
         for event in self.stream.last_events() {
-            self.run.metrics.count_event(event.type_name());
+            self.run.metrics.count_event(event);
             if event.is_terminal() {
                 self.finished = true;
                 if let Event::RunError { code, .. } = event {
