@@ -96,9 +96,30 @@ pub async fn serve(
         },
     };
     rewrite(&mut card, &upstream_base, &gateway_base);
-    let mut response = (StatusCode::OK, axum::Json(card)).into_response();
+    let body = card.to_string();
+    // The upstream's ETag names the body it sent, not the rewritten one:
+    // the gateway's own tag is a hash of what it serves (the same on every
+    // replica for the same card and address).
+    let etag = {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::hash::DefaultHasher::new();
+        body.hash(&mut hasher);
+        format!("W/\"{:016x}\"", hasher.finish())
+    };
+    let not_modified = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|tags| tags.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+    let mut response = if not_modified {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+    };
+    if let Ok(value) = header::HeaderValue::from_str(&etag) {
+        response.headers_mut().insert(header::ETAG, value);
+    }
     if let Some(upstream_headers) = upstream_headers {
-        for name in [header::VARY, header::CACHE_CONTROL] {
+        for name in [header::VARY, header::CACHE_CONTROL, header::LAST_MODIFIED] {
             if let Some(value) = upstream_headers.get(&name) {
                 response.headers_mut().insert(name, value.clone());
             }

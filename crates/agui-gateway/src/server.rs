@@ -633,11 +633,39 @@ async fn passthrough(
         }
     }
     let stop = state.shutdown.stop.clone();
-    let body = upstream
-        .bytes_stream()
-        .take_until(async move { stop.cancelled().await });
+    let body =
+        head_first(upstream.bytes_stream()).take_until(async move { stop.cancelled().await });
     let mut response = Response::new(Body::from_stream(body));
     *response.status_mut() = status;
     *response.headers_mut() = headers;
     response
+}
+
+/// Holds back an error on the body's very first poll for one `Pending`.
+/// hyper returns a body error before flushing the response head, so an
+/// upstream whose body fails at once (a2a-sdk 0.3's REST subscribe to a
+/// finished task does) would otherwise reach the client as no response at
+/// all instead of the status and headers the upstream sent.
+fn head_first<S, E>(body: S) -> impl futures::Stream<Item = Result<Bytes, E>> + Send
+where
+    S: futures::Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: Send + 'static,
+{
+    let mut body = Box::pin(body);
+    let mut first = true;
+    let mut held: Option<E> = None;
+    futures::stream::poll_fn(move |cx| {
+        if let Some(err) = held.take() {
+            return std::task::Poll::Ready(Some(Err(err)));
+        }
+        let polled = body.as_mut().poll_next(cx);
+        if std::mem::take(&mut first)
+            && let std::task::Poll::Ready(Some(Err(err))) = polled
+        {
+            held = Some(err);
+            cx.waker().wake_by_ref();
+            return std::task::Poll::Pending;
+        }
+        polled
+    })
 }

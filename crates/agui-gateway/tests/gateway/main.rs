@@ -80,6 +80,19 @@ async fn passthrough_keeps_sse_bytes_status_and_headers() {
     let (direct, via) = (direct.bytes().await.unwrap(), via.bytes().await.unwrap());
     assert_eq!(via, direct, "SSE bytes must pass unchanged");
     assert_eq!(via, FIXED_SSE.as_bytes());
+    // A body that fails at once still delivers the upstream's head.
+    for _ in 0..30 {
+        let via = client()
+            .post(format!("{}/", gw.url()))
+            .header("X-Fake", "fail-at-once")
+            .json(&body)
+            .send()
+            .await
+            .expect("the response head arrives");
+        assert_eq!(via.status(), 200);
+        assert_eq!(via.headers()["content-type"], "text/event-stream");
+        assert!(via.bytes().await.is_err(), "the cut body stays cut");
+    }
     // Error statuses and their bodies pass through too.
     let via = client()
         .post(format!("{}/", gw.url()))
@@ -150,6 +163,21 @@ async fn the_card_points_at_the_gateway_and_declares_ag_ui() {
         card["additionalInterfaces"][0]["url"],
         format!("{}/rest", gw.url())
     );
+    // The card has its own ETag (the body changed), and revalidates.
+    let response = client()
+        .get(format!("{}/.well-known/agent-card.json", gw.url()))
+        .send()
+        .await
+        .unwrap();
+    let etag = response.headers()["etag"].to_str().unwrap().to_owned();
+    let again = client()
+        .get(format!("{}/.well-known/agent-card.json", gw.url()))
+        .header("If-None-Match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 304);
+    assert_eq!(again.headers()["etag"].to_str().unwrap(), etag);
     let extensions = card["capabilities"]["extensions"].as_array().unwrap();
     assert!(
         extensions

@@ -336,6 +336,14 @@ async fn fake_rpc(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) -> 
     match scenario.as_str() {
         "fixed" => sse(futures::stream::iter([ok(Bytes::from_static(FIXED_SSE.as_bytes()))])),
         "http500" => (StatusCode::INTERNAL_SERVER_ERROR, "internal failure in the agent").into_response(),
+        // A head, then a body that fails before its first byte (as a2a-sdk
+        // 0.3's REST subscribe to a finished task does).
+        "fail-at-once" => sse(futures::stream::once(async {
+            // Pending once, so hyper flushes this fake's own head; the cut
+            // follows at once, arriving with the head as the SDK's does.
+            tokio::task::yield_now().await;
+            Err(std::io::Error::other("cut before the first byte"))
+        })),
         "json-error" => axum::Json(json!({ "jsonrpc": "2.0", "id": 1, "error": { "code": -32001, "message": "Task not found" } })).into_response(),
         "drop" => sse(futures::stream::iter([
             ok(frame(task())),
