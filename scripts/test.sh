@@ -35,7 +35,7 @@ step "cargo test" cargo test --workspace --locked
 step "real clients over the golden outputs" tests/conformance/check-recordings.sh tests/golden
 step "conformance harness self-test" tests/conformance/selftest.sh
 step "real A2A agents smoke test" env SKIP_SETUP=1 RECORDINGS_DIR="$recordings" bash tests/agents/smoke.sh
-step "a2a-sdk client: direct vs through the gateway" env GATEWAY_BIN=target/debug/agui-gateway bash tests/conformance/a2a_client_diff.sh
+step "a2a-sdk client: direct vs through the gateway" bash tests/conformance/a2a_client_diff.sh
 step "load tools smoke test (not timed)" bash bench/smoke.sh
 
 printf '\n'

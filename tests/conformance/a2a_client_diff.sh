@@ -4,14 +4,14 @@
 # calls against each and compares. Prints "ok/FAIL <check>" lines and "N passed, M failed";
 # exits non-zero on any failure. Everything it starts is stopped on exit.
 #
-# Env: GATEWAY_BIN (default /work/main/target/debug/agui-gateway), PYTHON (default: the
+# Env: GATEWAY_BIN (default <repo>/target/debug/agui-gateway), PYTHON (default: the
 #      .cache/venv-a2a-v1 interpreter that tests/agents/setup.sh creates), SKIP_SETUP=1 skips setup.sh,
 #      DIFF_TIMEOUT (default 300 s, the bound on the whole comparison).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-GATEWAY_BIN="${GATEWAY_BIN:-/work/main/target/debug/agui-gateway}"
+GATEWAY_BIN="${GATEWAY_BIN:-$ROOT/target/debug/agui-gateway}"
 PYTHON="${PYTHON:-$ROOT/.cache/venv-a2a-v1/bin/python}"
 DIFF_TIMEOUT="${DIFF_TIMEOUT:-300}"
 
