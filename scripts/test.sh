@@ -37,6 +37,7 @@ step "conformance harness self-test" tests/conformance/selftest.sh
 step "real A2A agents smoke test" env SKIP_SETUP=1 RECORDINGS_DIR="$recordings" bash tests/agents/smoke.sh
 step "a2a-sdk client: direct vs through the gateway" bash tests/conformance/a2a_client_diff.sh
 step "load tools smoke test (not timed)" bash bench/smoke.sh
+step "deploy/ checks (hadolint, kubernetes-validate, check-config)" bash deploy/check.sh
 
 printf '\n'
 for name in "${failures[@]}"; do
