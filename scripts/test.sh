@@ -31,7 +31,11 @@ step "install: real A2A agents" bash tests/agents/setup.sh
 step "cargo fmt --check" cargo fmt --all -- --check
 step "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo build (binaries, benches)" cargo build --workspace --all-targets --locked
-step "cargo test" cargo test --workspace --locked
+# The conformance matrix runs alone: its node clients would otherwise share
+# the two cores with the behavioural tests that watch event timing.
+step "cargo test" cargo test --workspace --locked -- --skip matrix
+step "conformance matrix (upstream x client x route x scenario)" \
+    cargo test --locked -p agui-gateway --test gateway matrix -- --test-threads 1
 step "real clients over the golden outputs" tests/conformance/check-recordings.sh tests/golden
 step "conformance harness self-test" tests/conformance/selftest.sh
 step "real A2A agents smoke test" env SKIP_SETUP=1 RECORDINGS_DIR="$recordings" bash tests/agents/smoke.sh
