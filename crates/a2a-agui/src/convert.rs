@@ -140,6 +140,8 @@ struct ToolState {
 struct ArtifactState {
     parts_seen: usize,
     description: Option<TextDigest>,
+    /// Fingerprint of the event-level metadata last announced.
+    event_metadata: Option<TextDigest>,
     /// The fast reader's fingerprint of the raw description bytes, so that
     /// repeated descriptions are skipped without parsing them.
     raw_description: Option<u64>,
@@ -1151,6 +1153,9 @@ impl<I: IdSource> Converter<I> {
             .unwrap_or(false);
         self.begin_artifact_chunk(id, append, out);
         self.describe_artifact(artifact, id, out);
+        if let Some(meta) = metadata(update) {
+            self.artifact_event_metadata(meta, id, out);
+        }
         let parts = array(artifact, "parts").unwrap_or(&[]);
         let context = PartContext {
             key: KeyRef::Artifact(id),
@@ -1361,6 +1366,8 @@ impl<I: IdSource> Converter<I> {
             return;
         }
         state.description = Some(digest);
+        // The fast reader's raw fingerprint named the old description.
+        state.raw_description = None;
         let mut value = Object::new();
         for (key, field) in ARTIFACT_FIELDS.iter().zip(fields) {
             if let Some(v) = field {
@@ -1376,6 +1383,22 @@ impl<I: IdSource> Converter<I> {
         }
         value.insert("artifactId".to_owned(), Value::from(id));
         out.push(custom("a2a.artifact", Value::Object(value)));
+    }
+
+    /// Metadata on the artifact-update event itself (not on the artifact):
+    /// `a2a.event_metadata`, when it first appears or changes.
+    fn artifact_event_metadata(&mut self, meta: &Object, id: &str, out: &mut Vec<Event>) {
+        let digest = TextDigest::of_json(meta);
+        if let Some(state) = self.artifact_state(id) {
+            if state.event_metadata == Some(digest) {
+                return;
+            }
+            state.event_metadata = Some(digest);
+        }
+        out.push(custom(
+            "a2a.event_metadata",
+            json!({ "artifactId": id, "metadata": meta }),
+        ));
     }
 
     /// The multimodal-interaction extension's client commands, verbatim.

@@ -183,6 +183,7 @@ pub(crate) fn read(json: &str) -> Option<FastItem<'_>> {
     let shape = if let Some(artifact) = &node.artifact {
         let plain = matches!(node.kind, None | Some("artifact-update"))
             && node.parts.is_none()
+            && node.metadata.is_none_or(|m| m.get() == "{}")
             && artifact.append.is_none()
             && artifact.last_chunk.is_none()
             && artifact.parts.iter().all(Part::is_plain_text)

@@ -283,7 +283,12 @@ fn plain_chunk() -> impl Strategy<Value = Value> {
             2 => { artifact["name"] = json!(id.clone() + "!"); artifact["description"] = json!(""); }
             _ => {}
         }
-        let update = json!({ "taskId": "t1", "contextId": "c1", "artifact": artifact, "append": append, "lastChunk": last });
+        let mut update = json!({ "taskId": "t1", "contextId": "c1", "artifact": artifact, "append": append, "lastChunk": last });
+        match described {
+            1 => update["metadata"] = json!({}),
+            2 => update["metadata"] = json!({ "partial": true }),
+            _ => {}
+        }
         let message = json!({ "messageId": id, "role": "agent", "parts": parts });
         match shape {
             0 => { let mut u = update; u["kind"] = json!("artifact-update"); json!({ "jsonrpc": "2.0", "id": 1, "result": u }) }
