@@ -23,7 +23,7 @@ use axum::response::Response;
 use serde_json::Value;
 
 use crate::relay::{self, Run, random_u64};
-use crate::server::{SharedState, error_response, forward_headers, output_dialect};
+use crate::server::{Accept, SharedState, error_response, forward_headers, output_dialect};
 use crate::upstream::{Agent, OutgoingMessage, OutgoingPart, streaming_request};
 
 pub async fn run(
@@ -85,6 +85,7 @@ pub async fn run(
         agent.stream_client.post(url),
         &without_body_headers(&headers),
         &agent,
+        Accept::Replace,
     )
     .header(header::ACCEPT, "text/event-stream, application/json")
     .json(&request_body);

@@ -347,16 +347,24 @@ fn forwardable(name: &HeaderName) -> bool {
 }
 
 /// The upstream URL for a gateway path: the same path under the upstream.
-fn upstream_url(agent: &Agent, path: &str, query: Option<&str>) -> Option<Url> {
-    let mut url = if path == "/" || path.is_empty() {
-        agent.config.upstream.clone()
+fn upstream_url(agent: &Agent, path: &str, query: Option<&str>) -> Result<Url, Box<Response>> {
+    let url = if path == "/" || path.is_empty() {
+        Some(agent.config.upstream.clone())
     } else {
         base_url(&agent.config.upstream)
             .join(path.trim_start_matches('/'))
-            .ok()?
+            .ok()
+    };
+    let Some(mut url) = url else {
+        return Err(Box::new(error_response(
+            StatusCode::BAD_REQUEST,
+            "client",
+            "INVALID_PATH",
+            "the path cannot be forwarded",
+        )));
     };
     url.set_query(query);
-    Some(url)
+    Ok(url)
 }
 
 /// What a request asks of the gateway once AG-UI output was negotiated.
@@ -516,16 +524,12 @@ async fn proxy(
         }
         Negotiated::Forward => {
             state.metrics.count_request("negotiated");
-            let Some(url) = upstream_url(&agent, &path, query.as_deref()) else {
-                return error_response(
-                    StatusCode::BAD_REQUEST,
-                    "client",
-                    "INVALID_PATH",
-                    "the path cannot be forwarded",
-                );
+            let url = match upstream_url(&agent, &path, query.as_deref()) {
+                Ok(url) => url,
+                Err(response) => return *response,
             };
             let mut request = agent.stream_client.request(parts.method.clone(), url);
-            request = forward_headers(request, &parts.headers, &agent);
+            request = forward_headers(request, &parts.headers, &agent, Accept::Replace);
             request = request.header(header::ACCEPT, "text/event-stream, application/json");
             if needs_version_header(&body) && !parts.headers.contains_key("a2a-version") {
                 request = request.header("A2A-Version", "1.0");
@@ -539,7 +543,7 @@ async fn proxy(
             let rpc_id = format!("agui-gateway-{:x}", random_u64());
             let (body, needs_version) = streaming_request(version, &message, &rpc_id);
             let mut request = agent.stream_client.post(url).json(&body);
-            request = forward_headers(request, &parts.headers, &agent);
+            request = forward_headers(request, &parts.headers, &agent, Accept::Replace);
             request = request.header(header::ACCEPT, "text/event-stream, application/json");
             if needs_version {
                 request = request.header("A2A-Version", "1.0");
@@ -561,15 +565,24 @@ fn needs_version_header(body: &[u8]) -> bool {
         .unwrap_or(false)
 }
 
-/// The client's headers minus hop-by-hop ones and the negotiation itself,
-/// plus the agent's configured headers.
+/// Whether the client's `Accept` goes upstream: not when it negotiated
+/// AG-UI, since the gateway then asks the upstream for A2A.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accept {
+    Keep,
+    Replace,
+}
+
+/// The client's headers minus hop-by-hop ones, plus the agent's
+/// configured headers.
 pub fn forward_headers(
     mut request: reqwest::RequestBuilder,
     headers: &HeaderMap,
     agent: &Agent,
+    accept: Accept,
 ) -> reqwest::RequestBuilder {
     for (name, value) in headers {
-        if forwardable(name) && name != header::ACCEPT {
+        if forwardable(name) && (accept == Accept::Keep || name != header::ACCEPT) {
             request = request.header(name, value);
         }
     }
@@ -589,23 +602,16 @@ async fn passthrough(
     query: Option<&str>,
     body: Bytes,
 ) -> Response {
-    let Some(url) = upstream_url(agent, path, query) else {
-        return error_response(
-            StatusCode::BAD_REQUEST,
-            "client",
-            "INVALID_PATH",
-            "the path cannot be forwarded",
-        );
+    let url = match upstream_url(agent, path, query) {
+        Ok(url) => url,
+        Err(response) => return *response,
     };
-    let mut request = agent.client.request(parts.method.clone(), url);
-    for (name, value) in &parts.headers {
-        if forwardable(name) {
-            request = request.header(name, value);
-        }
-    }
-    for (name, value) in &agent.config.headers {
-        request = request.header(name, value);
-    }
+    let request = forward_headers(
+        agent.client.request(parts.method.clone(), url),
+        &parts.headers,
+        agent,
+        Accept::Keep,
+    );
     let started = Instant::now();
     let upstream = match request.body(body).send().await {
         Ok(upstream) => upstream,
