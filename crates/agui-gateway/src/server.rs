@@ -565,8 +565,9 @@ fn needs_version_header(body: &[u8]) -> bool {
         .unwrap_or(false)
 }
 
-/// Whether the client's `Accept` goes upstream: not when it negotiated
-/// AG-UI, since the gateway then asks the upstream for A2A.
+/// Whether the client's `Accept` and `Accept-Encoding` go upstream: not
+/// when it negotiated AG-UI, since the gateway then reads the answer itself
+/// (as A2A, uncompressed: the converter needs plain bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Accept {
     Keep,
@@ -582,9 +583,13 @@ pub fn forward_headers(
     accept: Accept,
 ) -> reqwest::RequestBuilder {
     for (name, value) in headers {
-        if forwardable(name) && (accept == Accept::Keep || name != header::ACCEPT) {
+        let negotiation = name == header::ACCEPT || name == header::ACCEPT_ENCODING;
+        if forwardable(name) && (accept == Accept::Keep || !negotiation) {
             request = request.header(name, value);
         }
+    }
+    if accept == Accept::Replace {
+        request = request.header(header::ACCEPT_ENCODING, "identity");
     }
     for (name, value) in &agent.config.headers {
         request = request.header(name, value);

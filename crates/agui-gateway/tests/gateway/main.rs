@@ -523,12 +523,26 @@ async fn forwarded_props_metadata_and_extensions_reach_the_agent() {
             { "type": "text", "text": "what is in this picture?" },
             { "type": "image", "source": { "type": "url", "value": "https://img/1.png", "mimeType": "image/png" } }] }],
         "forwardedProps": { "a2a": { "metadata": metadata, "extensions": ["https://help.aliyun.com/en/model-studio/multimodal-integration-a2a-protocol"] } } });
-    let (_, _, text) = post_text(&format!("{}/agui", gw.url()), &input, &[]).await;
+    let (_, _, text) = post_text(
+        &format!("{}/agui", gw.url()),
+        &input,
+        &[("Accept-Encoding", "gzip, deflate")],
+    )
+    .await;
     assert_valid_run(&agui_events(&text));
     let (headers, body) = {
         let log = fake.log.lock().unwrap();
         (log.headers.clone(), log.body.clone())
     };
+    let encoding = headers
+        .iter()
+        .find(|(k, _)| k == "accept-encoding")
+        .map(|(_, v)| v.as_str());
+    assert_eq!(
+        encoding,
+        Some("identity"),
+        "a converted answer must come uncompressed"
+    );
     let message = &body["params"]["message"];
     assert_eq!(
         (message["contextId"].as_str(), message["role"].as_str()),
