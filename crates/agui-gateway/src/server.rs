@@ -103,6 +103,8 @@ pub fn router(state: SharedState) -> Router {
         .route("/v1/agents/{name}/", any(proxy_named_root))
         .route("/v1/agents/{name}/{*rest}", any(proxy_named))
         .fallback(proxy_default)
+        // The gateway enforces `max_request_bytes` itself, with a JSON error.
+        .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(axum::middleware::from_fn_with_state(state.clone(), gate))
         .with_state(state)
 }
@@ -248,11 +250,7 @@ fn named(state: &AppState, name: &str) -> Result<Arc<Agent>, Box<Response>> {
     })
 }
 
-async fn agui_default(
-    State(state): State<SharedState>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn agui_default(State(state): State<SharedState>, request: Request) -> Response {
     let Some(agent) = state.default_agent().cloned() else {
         return error_response(
             StatusCode::NOT_FOUND,
@@ -261,19 +259,43 @@ async fn agui_default(
             "no default agent: use /v1/agents/{name}/agui",
         );
     };
-    agui::run(state, agent, headers, body).await
+    agui_run(state, agent, request).await
 }
 
 async fn agui_named(
     State(state): State<SharedState>,
     Path(name): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    request: Request,
 ) -> Response {
     match named(&state, &name) {
-        Ok(agent) => agui::run(state, agent, headers, body).await,
+        Ok(agent) => agui_run(state, agent, request).await,
         Err(response) => *response,
     }
+}
+
+async fn agui_run(state: SharedState, agent: Arc<Agent>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    match read_body(&state, body).await {
+        Ok(body) => agui::run(state, agent, parts.headers, body).await,
+        Err(response) => *response,
+    }
+}
+
+/// The request body, up to `max_request_bytes`; past it, a 413 JSON error.
+async fn read_body(state: &AppState, body: Body) -> Result<Bytes, Box<Response>> {
+    axum::body::to_bytes(body, state.config.max_request_bytes)
+        .await
+        .map_err(|_| {
+            Box::new(error_response(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "client",
+                "REQUEST_TOO_LARGE",
+                format!(
+                    "the request body exceeds {} bytes",
+                    state.config.max_request_bytes
+                ),
+            ))
+        })
 }
 
 async fn proxy_default(State(state): State<SharedState>, request: Request) -> Response {
@@ -475,19 +497,9 @@ async fn proxy(
 ) -> Response {
     let (parts, body) = request.into_parts();
     let query = parts.uri.query().map(str::to_owned);
-    let body = match axum::body::to_bytes(body, state.config.max_request_bytes).await {
+    let body = match read_body(&state, body).await {
         Ok(body) => body,
-        Err(_) => {
-            return error_response(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "client",
-                "REQUEST_TOO_LARGE",
-                format!(
-                    "the request body exceeds {} bytes",
-                    state.config.max_request_bytes
-                ),
-            );
-        }
+        Err(response) => return *response,
     };
     if parts.method == Method::GET && card::is_card_path(&path) {
         state.metrics.count_request("card");

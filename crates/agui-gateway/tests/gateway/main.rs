@@ -360,6 +360,20 @@ async fn malformed_requests_get_a_4xx_json_body_before_any_stream() {
             "{json}"
         );
     }
+    // Too large, on every route: 413 with a JSON body.
+    let big = format!(
+        "{{\"threadId\": \"t\", \"runId\": \"r\", \"messages\": [], \"pad\": \"{}\"}}",
+        "x".repeat(5 << 20)
+    );
+    for url in [
+        format!("{}/agui", gw.url()),
+        format!("{}/?format=agui", gw.url()),
+    ] {
+        let response = client().post(&url).body(big.clone()).send().await.unwrap();
+        assert_eq!(response.status(), 413, "{url}");
+        let json: Value = response.json().await.unwrap();
+        assert_eq!(json["error"]["code"], "REQUEST_TOO_LARGE");
+    }
     let response = client()
         .post(format!("{}/v1/agents/nobody/agui", gw.url()))
         .body("{}")
