@@ -23,7 +23,9 @@ use axum::response::Response;
 use serde_json::Value;
 
 use crate::relay::{self, Run, random_u64};
-use crate::server::{Accept, SharedState, error_response, forward_headers, output_dialect};
+use crate::server::{
+    Accept, SharedState, error_response, forward_headers, output_dialect, stream_permit,
+};
 use crate::upstream::{Agent, OutgoingMessage, OutgoingPart, streaming_request};
 
 pub async fn run(
@@ -75,6 +77,10 @@ pub async fn run(
             .collect();
     }
 
+    let permit = match stream_permit(&state) {
+        Ok(permit) => permit,
+        Err(response) => return *response,
+    };
     let (url, version) = agent.endpoint().await;
     let (request_body, needs_version) = streaming_request(
         version,
@@ -131,6 +137,7 @@ pub async fn run(
         shutdown: state.shutdown.clone(),
         metrics: state.metrics.clone(),
         on_end: Some(Box::new(on_end)),
+        permit,
     };
     let started = Instant::now();
     relay::relay(run, agent.send_stream(request).await, started).await

@@ -10,6 +10,7 @@
 //! [limits]
 //! max_event_bytes = 16777216
 //! max_request_bytes = 4194304
+//! max_streams = 10000
 //!
 //! [cors]
 //! allow_origins = ["*"]
@@ -34,6 +35,9 @@ use a2a_agui::Dialect;
 use serde::Deserialize;
 use toml::Spanned;
 use url::Url;
+
+/// Each stream holds two sockets; the open-file limit is usually the bound.
+pub const DEFAULT_MAX_STREAMS: usize = 10_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -98,6 +102,8 @@ pub struct Config {
     pub shutdown_grace: Duration,
     pub max_event_bytes: usize,
     pub max_request_bytes: usize,
+    /// Converted streams open at once; past it, new ones get a 503.
+    pub max_streams: usize,
     pub cors_origins: Vec<String>,
 }
 
@@ -112,6 +118,7 @@ impl Config {
             shutdown_grace: Duration::from_secs(10),
             max_event_bytes: a2a_agui::sse::DEFAULT_MAX_EVENT_BYTES,
             max_request_bytes: 4 << 20,
+            max_streams: DEFAULT_MAX_STREAMS,
             cors_origins: Vec::new(),
         }
     }
@@ -235,6 +242,11 @@ impl Config {
                 .max_event_bytes
                 .unwrap_or(a2a_agui::sse::DEFAULT_MAX_EVENT_BYTES),
             max_request_bytes: file.limits.max_request_bytes.unwrap_or(4 << 20),
+            max_streams: file
+                .limits
+                .max_streams
+                .unwrap_or(DEFAULT_MAX_STREAMS)
+                .max(1),
             cors_origins: file.cors.allow_origins,
         })
     }
@@ -269,6 +281,7 @@ struct FileConfig {
 struct Limits {
     max_event_bytes: Option<usize>,
     max_request_bytes: Option<usize>,
+    max_streams: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -75,6 +75,9 @@ struct ServeArgs {
     /// The gateway's public URL, for agent card links (default: from the request).
     #[arg(long, env = "AGUI_GATEWAY_PUBLIC_URL")]
     public_url: Option<Url>,
+    /// Converted streams open at once; past it, new ones get a 503.
+    #[arg(long, env = "AGUI_GATEWAY_MAX_STREAMS")]
+    max_streams: Option<usize>,
     /// Runtime worker threads (default: one per core).
     #[arg(long, env = "AGUI_GATEWAY_WORKERS")]
     workers: Option<usize>,
@@ -192,6 +195,9 @@ fn serve_config(args: ServeArgs) -> anyhow::Result<Config> {
     }
     if let Some(bytes) = args.max_event_bytes {
         config.max_event_bytes = bytes;
+    }
+    if let Some(streams) = args.max_streams {
+        config.max_streams = streams.max(1);
     }
     if args.public_url.is_some() {
         config.public_url = args.public_url;

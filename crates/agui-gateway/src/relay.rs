@@ -89,6 +89,9 @@ pub struct Run {
     pub metrics: Arc<Metrics>,
     /// Called with the terminal event (and the task id) when the run ends.
     pub on_end: Option<OnEnd>,
+    /// This stream's place under `max_streams`, released when it ends.
+    #[expect(dead_code, reason = "held for its Drop, which frees the place")]
+    pub permit: tokio::sync::OwnedSemaphorePermit,
 }
 
 type UpstreamBody = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;

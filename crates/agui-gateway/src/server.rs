@@ -59,6 +59,8 @@ impl WaitingTasks {
 }
 
 pub struct AppState {
+    /// One permit per open converted stream, held by the stream's body.
+    pub streams: Arc<tokio::sync::Semaphore>,
     pub config: Config,
     pub agents: BTreeMap<String, Arc<Agent>>,
     pub metrics: Arc<Metrics>,
@@ -75,6 +77,7 @@ impl AppState {
             agents.insert(agent.name.clone(), Arc::new(Agent::new(agent.clone())?));
         }
         Ok(AppState {
+            streams: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
             config,
             agents,
             metrics: Arc::new(Metrics::default()),
@@ -107,6 +110,22 @@ pub fn router(state: SharedState) -> Router {
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(axum::middleware::from_fn_with_state(state.clone(), gate))
         .with_state(state)
+}
+
+/// A permit for one more converted stream, or the 503 to send instead.
+pub fn stream_permit(state: &AppState) -> Result<tokio::sync::OwnedSemaphorePermit, Box<Response>> {
+    state.streams.clone().try_acquire_owned().map_err(|_| {
+        state.metrics.count_error("GATEWAY_BUSY");
+        Box::new(error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "gateway",
+            "GATEWAY_BUSY",
+            format!(
+                "{} streams are open, the configured maximum",
+                state.config.max_streams
+            ),
+        ))
+    })
 }
 
 /// JSON error before any stream starts; `side` says who failed.
@@ -514,7 +533,7 @@ async fn proxy(
         Err(response) => return *response,
     };
     let dialect = output_dialect(&agent, query.as_deref());
-    let run = Run {
+    let make_run = |permit| Run {
         agent: agent.clone(),
         options: Options {
             interrupts: agent.config.interrupts,
@@ -526,6 +545,7 @@ async fn proxy(
         shutdown: state.shutdown.clone(),
         metrics: state.metrics.clone(),
         on_end: None,
+        permit,
     };
     let started = Instant::now();
     match negotiated {
@@ -536,6 +556,10 @@ async fn proxy(
         }
         Negotiated::Forward => {
             state.metrics.count_request("negotiated");
+            let run = match stream_permit(&state) {
+                Ok(permit) => make_run(permit),
+                Err(response) => return *response,
+            };
             let url = match upstream_url(&agent, &path, query.as_deref()) {
                 Ok(url) => url,
                 Err(response) => return *response,
@@ -551,6 +575,10 @@ async fn proxy(
         }
         Negotiated::Build(message) => {
             state.metrics.count_request("negotiated");
+            let run = match stream_permit(&state) {
+                Ok(permit) => make_run(permit),
+                Err(response) => return *response,
+            };
             let (url, version) = agent.endpoint().await;
             let rpc_id = format!("agui-gateway-{:x}", random_u64());
             let (body, needs_version) = streaming_request(version, &message, &rpc_id);
