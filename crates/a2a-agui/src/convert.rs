@@ -142,6 +142,8 @@ struct ArtifactState {
     description: Option<TextDigest>,
     /// Fingerprint of the event-level metadata last announced.
     event_metadata: Option<TextDigest>,
+    /// A `partial: true` event streamed into this artifact.
+    streamed_partial: bool,
     /// The fast reader's fingerprint of the raw description bytes, so that
     /// repeated descriptions are skipped without parsing them.
     raw_description: Option<u64>,
@@ -184,6 +186,8 @@ pub struct Converter<I = SequentialIds> {
     tools: HashMap<String, ToolState, WordHashBuilder>,
     artifacts: HashMap<String, ArtifactState, WordHashBuilder>,
     seen_messages: HashSet<String, WordHashBuilder>,
+    /// Reasoning blocks already closed, by upstream block id.
+    closed_blocks: HashSet<String, WordHashBuilder>,
     run_text: TextDigest,
     recent_segments: VecDeque<TextDigest>,
     ignored_after_finish: u64,
@@ -219,6 +223,7 @@ impl<I: IdSource> Converter<I> {
             tools: HashMap::default(),
             artifacts: HashMap::default(),
             seen_messages: HashSet::default(),
+            closed_blocks: HashSet::default(),
             run_text: TextDigest::default(),
             recent_segments: VecDeque::new(),
             ignored_after_finish: 0,
@@ -640,8 +645,13 @@ impl<I: IdSource> Converter<I> {
         if !plain_text_only || parts.is_empty() {
             return Repeat::Emit;
         }
-        let whole = message_text(message);
-        let digest = TextDigest::of(&whole);
+        self.repeat_of(&message_text(message))
+    }
+
+    /// Whether `whole` repeats text already streamed (all of it, the open
+    /// segment or a recent one), extends it (only the rest is new), or is new.
+    fn repeat_of(&self, whole: &str) -> Repeat {
+        let digest = TextDigest::of(whole);
         let open_segment = self.text.as_ref().map(|open| open.digest);
         if whole.is_empty()
             || digest == self.run_text
@@ -650,13 +660,15 @@ impl<I: IdSource> Converter<I> {
         {
             return Repeat::Skip;
         }
-        let streamed = self.run_text.len();
-        if streamed > 0
-            && whole.len() > streamed
-            && whole.is_char_boundary(streamed)
-            && TextDigest::of(&whole[..streamed]) == self.run_text
-        {
-            return Repeat::Remainder(whole[streamed..].to_owned());
+        for streamed in [open_segment, Some(self.run_text)].into_iter().flatten() {
+            let len = streamed.len();
+            if len > 0
+                && whole.len() > len
+                && whole.is_char_boundary(len)
+                && TextDigest::of(&whole[..len]) == streamed
+            {
+                return Repeat::Remainder(whole[len..].to_owned());
+            }
         }
         Repeat::Emit
     }
@@ -765,7 +777,78 @@ impl<I: IdSource> Converter<I> {
                 }
                 self.plain_part(part, body, None, context, out);
             }
-            PartRole::Plain => self.plain_part(part, body, part_metadata, context, out),
+            PartRole::Plain => {
+                if let PartBody::Data(data) = &body
+                    && let Some(data) = data.as_object()
+                    && self.hector_v2_part(data, out)
+                {
+                    return;
+                }
+                self.plain_part(part, body, part_metadata, context, out)
+            }
+        }
+    }
+
+    /// Hector v2 marks its parts in the data itself: `{"type":"thinking",
+    /// "id","content","status"}` (active content is a delta, completed is
+    /// the whole text), `{"type":"tool_use","id","name","arguments"}` and
+    /// `{"type":"tool_result","tool_call_id","tool_name","content","is_error"}`.
+    /// Returns false for any other data.
+    fn hector_v2_part(&mut self, data: &Object, out: &mut Vec<Event>) -> bool {
+        match text(data, "type") {
+            Some("thinking") => {
+                let id = text(data, "id");
+                let content = text(data, "content")
+                    .or_else(|| text(data, "thinking"))
+                    .unwrap_or("");
+                let signature = text(data, "signature").filter(|s| !s.is_empty());
+                let completed = text(data, "status") == Some("completed");
+                let open = self
+                    .reasoning
+                    .as_ref()
+                    .is_some_and(|r| id.is_some() && r.block.as_deref() == id);
+                let done_before = id.is_some_and(|id| self.closed_blocks.contains(id));
+                if completed && (open || done_before) {
+                    // The whole text of a block already streamed as deltas.
+                    if open {
+                        self.thinking_complete(id, signature, out);
+                    }
+                    return true;
+                }
+                let hints = PartHints {
+                    block_id: id,
+                    signature,
+                    thinking_type: text(data, "thinking_type"),
+                    ..PartHints::default()
+                };
+                self.thinking(&hints, content, out);
+                if completed {
+                    self.close_reasoning(out);
+                }
+                true
+            }
+            Some("tool_use") => {
+                let id = text(data, "id");
+                if id.is_some_and(|id| self.tools.contains_key(id)) {
+                    return true;
+                }
+                let name = text(data, "name").unwrap_or(UNKNOWN_TOOL);
+                let arguments = hints::tool_arguments(data);
+                self.start_tool_call(id, name, &arguments, out);
+                true
+            }
+            Some("tool_result") => {
+                let hints = PartHints {
+                    tool_call_id: text(data, "tool_call_id"),
+                    tool_name: text(data, "tool_name"),
+                    has_is_error: true,
+                    is_error: flag(data, "is_error").unwrap_or(false),
+                    ..PartHints::default()
+                };
+                self.tool_result(&hints, &PartBody::Data(&Value::Object(data.clone())), out);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -923,6 +1006,11 @@ impl<I: IdSource> Converter<I> {
         let Some(open) = self.reasoning.take() else {
             return;
         };
+        if let Some(block) = &open.block
+            && self.closed_blocks.len() < MAX_TRACKED
+        {
+            self.closed_blocks.insert(block.clone());
+        }
         out.push(Event::ReasoningMessageEnd {
             message_id: open.message.clone(),
         });
@@ -1153,16 +1241,44 @@ impl<I: IdSource> Converter<I> {
             .unwrap_or(false);
         self.begin_artifact_chunk(id, append, out);
         self.describe_artifact(artifact, id, out);
-        if let Some(meta) = metadata(update) {
+        let event_metadata = metadata(update);
+        if let Some(meta) = event_metadata {
             self.artifact_event_metadata(meta, id, out);
+        }
+        // ADK-style streaming (Hector v2): `partial: true` events carry
+        // deltas, then a `partial: false` event repeats the whole text.
+        let partial = event_metadata
+            .and_then(|m| m.get("partial"))
+            .and_then(Value::as_bool);
+        let repeats_streamed =
+            partial == Some(false) && self.artifacts.get(id).is_some_and(|a| a.streamed_partial);
+        if partial == Some(true)
+            && let Some(state) = self.artifact_state(id)
+        {
+            state.streamed_partial = true;
         }
         let parts = array(artifact, "parts").unwrap_or(&[]);
         let context = PartContext {
             key: KeyRef::Artifact(id),
             artifact_id: Some(id),
         };
+        let mut final_text = String::new();
         for part in parts {
-            self.convert_part_value(part, context, out);
+            let plain_text = part.as_object().and_then(|p| match a2a::part_body(p) {
+                PartBody::Text(t) if hints::part_hints(metadata(p)).role() == PartRole::Plain => {
+                    Some(t)
+                }
+                _ => None,
+            });
+            match plain_text {
+                Some(t) if repeats_streamed => final_text.push_str(t),
+                _ => self.convert_part_value(part, context, out),
+            }
+        }
+        match self.repeat_of(&final_text) {
+            Repeat::Skip => {}
+            Repeat::Remainder(rest) => self.text(KeyRef::Artifact(id), &rest, out),
+            Repeat::Emit => self.text(KeyRef::Artifact(id), &final_text, out),
         }
         self.end_artifact_chunk(id, parts.len(), last_chunk, out);
         self.artifact_commands(artifact, id, out);
@@ -1388,7 +1504,24 @@ impl<I: IdSource> Converter<I> {
     /// Metadata on the artifact-update event itself (not on the artifact):
     /// `a2a.event_metadata`, when it first appears or changes.
     fn artifact_event_metadata(&mut self, meta: &Object, id: &str, out: &mut Vec<Event>) {
-        let digest = TextDigest::of_json(meta);
+        // What Hector v2 repeats on every event and the parts already say:
+        // announcing it would be one CUSTOM per chunk.
+        const PER_EVENT: [&str; 5] = [
+            "event_id",
+            "partial",
+            "thinking",
+            "tool_calls",
+            "tool_results",
+        ];
+        let meta: Object = meta
+            .iter()
+            .filter(|(k, _)| !PER_EVENT.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if meta.is_empty() {
+            return;
+        }
+        let digest = TextDigest::of_json(&meta);
         if let Some(state) = self.artifact_state(id) {
             if state.event_metadata == Some(digest) {
                 return;

@@ -86,6 +86,11 @@ fn part() -> impl Strategy<Value = Value> {
         1 => small_id().prop_map(|id| json!({ "kind": "data", "data": { "id": id, "name": "n", "arguments": { "q": "x" } } })),
         1 => small_id().prop_map(|id| json!({ "data": { "data": { "tool_call_id": id, "content": "r", "error": "" } } })),
         1 => Just(json!({ "kind": "data", "data": { "foo": 1 } })),
+        1 => (small_id(), text(), any::<bool>()).prop_map(|(id, t, done)| json!({ "kind": "data", "data":
+            { "type": "thinking", "id": id, "content": t, "status": if done { "completed" } else { "active" } } })),
+        1 => small_id().prop_map(|id| json!({ "kind": "data", "data": { "type": "tool_use", "id": id, "name": "n", "arguments": { "q": 1 } } })),
+        1 => (small_id(), any::<bool>()).prop_map(|(id, err)| json!({ "kind": "data", "data":
+            { "type": "tool_result", "tool_call_id": id, "content": "r", "is_error": err } })),
         1 => text().prop_map(|t| json!({ "content_type": "text/plain", "content": t })),
         1 => Just(json!(7)),
     ];
@@ -116,13 +121,19 @@ fn artifact() -> impl Strategy<Value = Value> {
         any::<bool>(),
         any::<bool>(),
         any::<bool>(),
+        prop_oneof![Just(None), Just(Some(true)), Just(Some(false))],
     )
-        .prop_map(|(id, parts, append, last, commands)| {
+        .prop_map(|(id, parts, append, last, commands, partial)| {
             let mut a = json!({ "artifactId": id, "parts": parts });
             if commands {
                 a["metadata"] = json!({ "commands": [{ "name": "C", "params": [] }] });
             }
-            json!({ "artifact": a, "append": append, "lastChunk": last })
+            let mut update = json!({ "artifact": a, "append": append, "lastChunk": last });
+            if let Some(partial) = partial {
+                // Hector v2's per-event metadata.
+                update["metadata"] = json!({ "partial": partial, "event_id": "e", "author": "a" });
+            }
+            update
         })
 }
 
