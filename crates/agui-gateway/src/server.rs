@@ -269,16 +269,23 @@ fn named(state: &AppState, name: &str) -> Result<Arc<Agent>, Box<Response>> {
     })
 }
 
-async fn agui_default(State(state): State<SharedState>, request: Request) -> Response {
-    let Some(agent) = state.default_agent().cloned() else {
-        return error_response(
+/// The default agent, or a 404 saying which named route to use instead.
+fn default_agent(state: &AppState, instead: &str) -> Result<Arc<Agent>, Box<Response>> {
+    state.default_agent().cloned().ok_or_else(|| {
+        Box::new(error_response(
             StatusCode::NOT_FOUND,
             "client",
             "NO_DEFAULT_AGENT",
-            "no default agent: use /v1/agents/{name}/agui",
-        );
-    };
-    agui_run(state, agent, request).await
+            format!("no default agent: use /v1/agents/{{name}}/{instead}"),
+        ))
+    })
+}
+
+async fn agui_default(State(state): State<SharedState>, request: Request) -> Response {
+    match default_agent(&state, "agui") {
+        Ok(agent) => agui_run(state, agent, request).await,
+        Err(response) => *response,
+    }
 }
 
 async fn agui_named(
@@ -318,13 +325,9 @@ async fn read_body(state: &AppState, body: Body) -> Result<Bytes, Box<Response>>
 }
 
 async fn proxy_default(State(state): State<SharedState>, request: Request) -> Response {
-    let Some(agent) = state.default_agent().cloned() else {
-        return error_response(
-            StatusCode::NOT_FOUND,
-            "client",
-            "NO_DEFAULT_AGENT",
-            "no default agent: use /v1/agents/{name}/",
-        );
+    let agent = match default_agent(&state, "") {
+        Ok(agent) => agent,
+        Err(response) => return *response,
     };
     let path = request.uri().path().to_owned();
     proxy(state, agent, path, String::new(), request).await
