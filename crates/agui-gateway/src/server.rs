@@ -338,19 +338,7 @@ async fn proxy_named_root(
     Path(name): Path<String>,
     request: Request,
 ) -> Response {
-    match named(&state, &name) {
-        Ok(agent) => {
-            proxy(
-                state,
-                agent,
-                "/".to_owned(),
-                format!("/v1/agents/{name}"),
-                request,
-            )
-            .await
-        }
-        Err(response) => *response,
-    }
+    proxy_named_path(state, &name, "/".to_owned(), request).await
 }
 
 async fn proxy_named(
@@ -358,17 +346,19 @@ async fn proxy_named(
     Path((name, rest)): Path<(String, String)>,
     request: Request,
 ) -> Response {
-    match named(&state, &name) {
-        Ok(agent) => {
-            proxy(
-                state,
-                agent,
-                format!("/{rest}"),
-                format!("/v1/agents/{name}"),
-                request,
-            )
-            .await
-        }
+    proxy_named_path(state, &name, format!("/{rest}"), request).await
+}
+
+/// A named agent's route: `path` goes to its upstream, and its card is
+/// mounted under `/v1/agents/{name}`.
+async fn proxy_named_path(
+    state: SharedState,
+    name: &str,
+    path: String,
+    request: Request,
+) -> Response {
+    match named(&state, name) {
+        Ok(agent) => proxy(state, agent, path, format!("/v1/agents/{name}"), request).await,
         Err(response) => *response,
     }
 }

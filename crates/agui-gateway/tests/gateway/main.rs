@@ -52,6 +52,18 @@ async fn post_text(
     (status, content_type, response.text().await.expect("body"))
 }
 
+/// The seed's request on the default agent's negotiated route, with the
+/// fake upstream's behaviour picked by `X-Fake`.
+async fn fake_run(gw: &Process, scenario: &str) -> reqwest::Response {
+    client()
+        .post(format!("{}/v1/agents/default/stream?format=agui", gw.url()))
+        .header("X-Fake", scenario)
+        .body(SEED_BODY)
+        .send()
+        .await
+        .unwrap()
+}
+
 // ---------------------------------------------------------------------------
 // Transparent mode
 
@@ -599,13 +611,7 @@ async fn forwarded_props_metadata_and_extensions_reach_the_agent() {
 // Upstream failures: each ends the AG-UI run with RUN_ERROR and a stable code
 
 async fn failing_run(gw: &Process, scenario: &str) -> Value {
-    let response = client()
-        .post(format!("{}/v1/agents/default/stream?format=agui", gw.url()))
-        .header("X-Fake", scenario)
-        .body(SEED_BODY)
-        .send()
-        .await
-        .unwrap();
+    let response = fake_run(gw, scenario).await;
     assert_eq!(response.status(), 200, "{scenario}");
     let text = response.text().await.unwrap();
     let events = agui_events(&text);
@@ -666,13 +672,7 @@ async fn every_upstream_failure_ends_in_run_error() {
 async fn each_event_reaches_the_client_before_the_upstream_sends_the_next() {
     let (addr, fake) = fake_upstream().await;
     let gw = gateway_for(&format!("http://{addr}/"), &[]);
-    let response = client()
-        .post(format!("{}/v1/agents/default/stream?format=agui", gw.url()))
-        .header("X-Fake", "drip")
-        .body(SEED_BODY)
-        .send()
-        .await
-        .unwrap();
+    let response = fake_run(&gw, "drip").await;
     assert_eq!(response.headers()["x-accel-buffering"], "no");
     assert_eq!(response.headers()["cache-control"], "no-cache");
     let mut body = response.bytes_stream();
@@ -704,13 +704,7 @@ async fn each_event_reaches_the_client_before_the_upstream_sends_the_next() {
 async fn a_silent_upstream_gets_keep_alive_comments() {
     let (addr, _fake) = fake_upstream().await;
     let gw = gateway_for(&format!("http://{addr}/"), &["--keepalive-secs", "1"]);
-    let response = client()
-        .post(format!("{}/v1/agents/default/stream?format=agui", gw.url()))
-        .header("X-Fake", "silent")
-        .body(SEED_BODY)
-        .send()
-        .await
-        .unwrap();
+    let response = fake_run(&gw, "silent").await;
     let text = response.text().await.unwrap();
     assert!(text.matches(": ping\n\n").count() >= 2, "{text}");
     assert_eq!(
@@ -723,13 +717,7 @@ async fn a_silent_upstream_gets_keep_alive_comments() {
 async fn a_client_disconnect_closes_the_upstream_within_a_second_and_can_cancel() {
     let (addr, fake) = fake_upstream().await;
     let gw = gateway_for(&format!("http://{addr}/"), &["--cancel-on-disconnect"]);
-    let response = client()
-        .post(format!("{}/v1/agents/default/stream?format=agui", gw.url()))
-        .header("X-Fake", "endless")
-        .body(SEED_BODY)
-        .send()
-        .await
-        .unwrap();
+    let response = fake_run(&gw, "endless").await;
     let mut body = response.bytes_stream();
     let mut seen = String::new();
     while !seen.contains("TEXT_MESSAGE_CONTENT") {
@@ -772,13 +760,7 @@ async fn sigterm_drains_open_streams_then_ends_them_with_run_error() {
     let (addr, _fake) = fake_upstream().await;
     let gw = gateway_for(&format!("http://{addr}/"), &["--shutdown-grace-secs", "1"]);
     let url = format!("{}/v1/agents/default/stream?format=agui", gw.url());
-    let response = client()
-        .post(&url)
-        .header("X-Fake", "endless")
-        .body(SEED_BODY)
-        .send()
-        .await
-        .unwrap();
+    let response = fake_run(&gw, "endless").await;
     let mut body = response.bytes_stream();
     let first = body.next().await.unwrap().unwrap();
     assert!(std::str::from_utf8(&first).unwrap().contains("RUN_STARTED"));
@@ -1038,36 +1020,17 @@ async fn a_resubscription_is_negotiated_and_starts_from_the_task_snapshot() {
 async fn the_stream_limit_refuses_with_503_and_frees_places_as_streams_end() {
     let (addr, _fake) = fake_upstream().await;
     let gw = gateway_for(&format!("http://{addr}/"), &["--max-streams", "1"]);
-    let url = format!("{}/v1/agents/default/stream?format=agui", gw.url());
-    let first = client()
-        .post(&url)
-        .header("X-Fake", "endless")
-        .body(SEED_BODY)
-        .send()
-        .await
-        .unwrap();
+    let first = fake_run(&gw, "endless").await;
     let mut first = first.bytes_stream();
     first.next().await.unwrap().unwrap();
-    let busy = client()
-        .post(&url)
-        .header("X-Fake", "fixed")
-        .body(SEED_BODY)
-        .send()
-        .await
-        .unwrap();
+    let busy = fake_run(&gw, "fixed").await;
     assert_eq!(busy.status(), 503);
     let json: Value = busy.json().await.unwrap();
     assert_eq!(json["error"]["code"], "GATEWAY_BUSY");
     drop(first);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let again = client()
-            .post(&url)
-            .header("X-Fake", "fixed")
-            .body(SEED_BODY)
-            .send()
-            .await
-            .unwrap();
+        let again = fake_run(&gw, "fixed").await;
         if again.status() == 200 {
             assert_eq!(
                 assert_valid_run(&agui_events(&again.text().await.unwrap()))["type"],
