@@ -11,7 +11,7 @@
 
 use std::hint::black_box;
 
-use a2a_agui::{Dialect, Options, SequentialIds, StreamConverter, StreamEnd};
+use a2a_agui::{Options, OutputFormat, SequentialIds, StreamConverter, StreamEnd};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 
@@ -84,11 +84,11 @@ fn workload() -> Workload {
     }
 }
 
-fn convert_body(body: &[u8], dialect: Dialect, out: &mut Vec<u8>) {
+fn convert_body(body: &[u8], format: OutputFormat, out: &mut Vec<u8>) {
     let mut stream = StreamConverter::new(
         Options::default(),
         SequentialIds::default(),
-        dialect,
+        format,
         16 << 20,
     );
     // 16 KiB reads, as hyper delivers them.
@@ -126,14 +126,14 @@ fn bench(c: &mut Criterion) {
     group.bench_function("convert_sse_to_agui", |b| {
         b.iter(|| {
             out.clear();
-            convert_body(black_box(&work.sse_body), Dialect::Agui, &mut out);
+            convert_body(black_box(&work.sse_body), OutputFormat::Agui, &mut out);
             black_box(out.len())
         })
     });
     group.bench_function("convert_sse_to_hector", |b| {
         b.iter(|| {
             out.clear();
-            convert_body(black_box(&work.sse_body), Dialect::Hector, &mut out);
+            convert_body(black_box(&work.sse_body), OutputFormat::Hector, &mut out);
             black_box(out.len())
         })
     });

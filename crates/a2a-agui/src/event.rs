@@ -8,26 +8,27 @@
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::Value;
+
+use crate::custom::Custom;
+use crate::read::TaskState;
 
 /// An identifier shared by several events of one entity. `Arc` because every
 /// content event repeats its message id; cloning must not allocate.
 pub type Id = Arc<str>;
 
+/// One AG-UI event, as written on the wire (`type` is the tag).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "SCREAMING_SNAKE_CASE")]
+#[allow(missing_docs)] // the fields are AG-UI's, documented by the protocol
 pub enum Event {
     #[serde(rename_all = "camelCase")]
-    RunStarted {
-        thread_id: Id,
-        run_id: Id,
-    },
+    RunStarted { thread_id: Id, run_id: Id },
     #[serde(rename_all = "camelCase")]
     RunFinished {
         thread_id: Id,
         run_id: Id,
         #[serde(skip_serializing_if = "Option::is_none")]
-        result: Option<Value>,
+        result: Option<RunResult>,
         #[serde(skip_serializing_if = "Option::is_none")]
         outcome: Option<Outcome>,
     },
@@ -38,22 +39,16 @@ pub enum Event {
         code: Option<String>,
     },
     #[serde(rename_all = "camelCase")]
-    TextMessageStart {
-        message_id: Id,
-        role: AssistantRole,
-    },
+    TextMessageStart { message_id: Id, role: AssistantRole },
     #[serde(rename_all = "camelCase")]
-    TextMessageContent {
-        message_id: Id,
-        delta: String,
-    },
+    TextMessageContent { message_id: Id, delta: String },
     #[serde(rename_all = "camelCase")]
     TextMessageEnd {
         message_id: Id,
         /// `@ag-ui/client` 1.0 merges this into the message it keeps and
         /// sends back; used to say which A2A task a question came from.
         #[serde(skip_serializing_if = "Option::is_none")]
-        metadata: Option<Value>,
+        metadata: Option<TextMetadata>,
     },
     #[serde(rename_all = "camelCase")]
     ToolCallStart {
@@ -63,14 +58,9 @@ pub enum Event {
         parent_message_id: Option<Id>,
     },
     #[serde(rename_all = "camelCase")]
-    ToolCallArgs {
-        tool_call_id: Id,
-        delta: String,
-    },
+    ToolCallArgs { tool_call_id: Id, delta: String },
     #[serde(rename_all = "camelCase")]
-    ToolCallEnd {
-        tool_call_id: Id,
-    },
+    ToolCallEnd { tool_call_id: Id },
     #[serde(rename_all = "camelCase")]
     ToolCallResult {
         message_id: Id,
@@ -79,33 +69,19 @@ pub enum Event {
         role: ToolRole,
     },
     #[serde(rename_all = "camelCase")]
-    ReasoningStart {
-        message_id: Id,
-    },
+    ReasoningStart { message_id: Id },
     #[serde(rename_all = "camelCase")]
-    ReasoningMessageStart {
-        message_id: Id,
-        role: ReasoningRole,
-    },
+    ReasoningMessageStart { message_id: Id, role: ReasoningRole },
     #[serde(rename_all = "camelCase")]
-    ReasoningMessageContent {
-        message_id: Id,
-        delta: String,
-    },
+    ReasoningMessageContent { message_id: Id, delta: String },
     #[serde(rename_all = "camelCase")]
-    ReasoningMessageEnd {
-        message_id: Id,
-    },
+    ReasoningMessageEnd { message_id: Id },
     #[serde(rename_all = "camelCase")]
-    ReasoningEnd {
-        message_id: Id,
-    },
-    Custom {
-        name: String,
-        value: Value,
-    },
+    ReasoningEnd { message_id: Id },
+    /// Serialised as `{"type":"CUSTOM","name":…,"value":…}`.
+    Custom(Custom),
     Raw {
-        event: Value,
+        event: serde_json::Value,
         #[serde(skip_serializing_if = "Option::is_none")]
         source: Option<String>,
     },
@@ -161,27 +137,105 @@ impl Event {
         }
     }
 
+    /// `RUN_FINISHED` or `RUN_ERROR`: nothing may follow it.
     pub fn is_terminal(&self) -> bool {
         matches!(self, Event::RunFinished { .. } | Event::RunError { .. })
     }
 }
 
+/// `TEXT_MESSAGE_START.role`: the converter only writes agent text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AssistantRole {
+    /// `"assistant"`.
     Assistant,
 }
 
+/// `TOOL_CALL_RESULT.role`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolRole {
+    /// `"tool"`.
     Tool,
 }
 
+/// `REASONING_MESSAGE_START.role`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ReasoningRole {
+    /// `"reasoning"`.
     Reasoning,
+}
+
+/// `RUN_FINISHED.result`: where the run left the A2A task (or ACP run).
+/// Absent fields are left out, so the shape depends on what the agent said.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunResult {
+    /// The A2A task the run belongs to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// The A2A context (the AG-UI thread).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_id: Option<String>,
+    /// The ACP run id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The ACP session id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The state the run ended in; absent for a message-only answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<RunState>,
+    /// What an awaiting ACP run asks for, verbatim.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub await_request: Option<serde_json::Value>,
+}
+
+impl RunResult {
+    /// True when the task waits for the user (input or auth required).
+    pub fn is_waiting(&self) -> bool {
+        matches!(
+            self.state,
+            Some(RunState::Task(
+                TaskState::InputRequired | TaskState::AuthRequired
+            ))
+        )
+    }
+}
+
+/// The state in [`RunResult`]: an A2A task state, or ACP's `awaiting`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunState {
+    /// A2A task state, written in the 0.3 spelling (`input-required`).
+    Task(TaskState),
+    /// An ACP run waiting for the client (`run.awaiting`).
+    AcpAwaiting,
+}
+
+impl RunState {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Task(state) => state.as_str(),
+            RunState::AcpAwaiting => "awaiting",
+        }
+    }
+}
+
+impl Serialize for RunState {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// `TEXT_MESSAGE_END.metadata`: `{"a2a": {taskId, contextId, state}}` on
+/// the message that asks the user something, so that a client sending the
+/// history back names the task to continue.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TextMetadata {
+    /// Where the run left the task.
+    pub a2a: RunResult,
 }
 
 /// `RUN_FINISHED.outcome`. Only `interrupt` is ever written: an absent
@@ -189,14 +243,32 @@ pub enum ReasoningRole {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Outcome {
-    Interrupt { interrupts: Vec<Interrupt> },
+    /// The run stopped to ask the user something.
+    Interrupt {
+        /// What is asked (one entry: the waiting task).
+        interrupts: Vec<Interrupt>,
+    },
 }
 
+/// One open question of an interrupted run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Interrupt {
+    /// The waiting A2A task (else the run id): what `resume` names.
     pub id: String,
-    pub reason: String,
+    /// Why the run stopped.
+    pub reason: InterruptReason,
+    /// The agent's question, when it asked one in text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+}
+
+/// `Interrupt.reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InterruptReason {
+    /// The task is `input-required`.
+    InputRequired,
+    /// The task is `auth-required`.
+    AuthRequired,
 }

@@ -2,22 +2,31 @@
 //!
 //! The converter owns no randomness: every id it mints comes from the
 //! [`IdSource`] its caller hands in. Tests use [`SequentialIds`] for
-//! reproducible output; the gateway prefixes it with a per-run random value
-//! so ids never collide across the runs of one thread.
+//! reproducible output (`msg-1`, `tool-call-2`, …); the gateway tags it
+//! with a random value per run ([`SequentialIds::tagged`]: `msg-3f…-1`) so
+//! ids never collide across the runs of one thread.
 
 /// What the minted id will name; sources may use it to make ids readable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IdKind {
+    /// A thread, when the agent names no context.
     Thread,
+    /// A run, when the agent names no task.
     Run,
+    /// A text message.
     Message,
+    /// A reasoning span (`REASONING_START`).
     Reasoning,
+    /// A reasoning message inside a span.
     ReasoningMessage,
+    /// A tool call the agent gave no id.
     ToolCall,
+    /// A tool result message.
     ToolResult,
 }
 
 impl IdKind {
+    /// The readable part of ids of this kind.
     pub fn label(self) -> &'static str {
         match self {
             IdKind::Thread => "thread",
@@ -31,21 +40,25 @@ impl IdKind {
     }
 }
 
+/// A source of fresh ids, one per call.
 pub trait IdSource {
+    /// A new id, never returned before by this source.
     fn next_id(&mut self, kind: IdKind) -> String;
 }
 
-/// `{prefix}{label}-{n}` with one counter shared by all kinds.
+/// `{label}-{n}`, or `{label}-{tag}-{n}` when tagged, with one counter
+/// shared by all kinds.
 #[derive(Debug, Clone, Default)]
 pub struct SequentialIds {
-    prefix: String,
+    tag: String,
     issued: u64,
 }
 
 impl SequentialIds {
-    pub fn new(prefix: impl Into<String>) -> Self {
+    /// Ids carrying `tag` (a per-run random value, say) after their label.
+    pub fn tagged(tag: impl Into<String>) -> Self {
         SequentialIds {
-            prefix: prefix.into(),
+            tag: tag.into(),
             issued: 0,
         }
     }
@@ -54,7 +67,11 @@ impl SequentialIds {
 impl IdSource for SequentialIds {
     fn next_id(&mut self, kind: IdKind) -> String {
         self.issued += 1;
-        format!("{}{}-{}", self.prefix, kind.label(), self.issued)
+        if self.tag.is_empty() {
+            format!("{}-{}", kind.label(), self.issued)
+        } else {
+            format!("{}-{}-{}", kind.label(), self.tag, self.issued)
+        }
     }
 }
 

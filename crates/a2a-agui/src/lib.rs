@@ -1,39 +1,50 @@
 //! Sans-IO conversion of A2A (Agent2Agent) stream events into AG-UI events.
 //!
 //! # Layout
-//! - [`a2a`]: lenient reading of every A2A dialect (0.2/0.3 JSON-RPC, 1.0,
-//!   0.3 ProtoJSON as REST and Hector send it) and of ACP run events.
-//! - `fast`: a borrowing reader for plain-text chunks, the hot path.
-//! - `hints`: the UI hints agents put in metadata (Hector, ACP, Agent Stack,
-//!   multimodal-interaction commands).
-//! - [`convert`]: the [`Converter`] state machine.
-//! - [`event`]: the AG-UI events written.
-//! - [`encode`]: SSE frames in the AG-UI dialect and the Hector seed's
-//!   named-event dialect.
-//! - [`sse`]: a bounded, linear-time `text/event-stream` parser.
-//! - [`pipeline`]: parser + converter + encoder, bytes in, bytes out.
-//! - [`ids`]: where minted ids come from.
+//! - `read`: everything agents send, in every dialect (0.2/0.3 JSON-RPC,
+//!   1.0, 0.3 ProtoJSON, ACP) and vendor convention (Hector, ACP, Agent
+//!   Stack, multimodal commands), turned into one typed vocabulary; a
+//!   lenient `Value` reader and a borrowing fast reader for plain text.
+//! - `convert`: the [`Converter`] state machine, split by concern (run
+//!   lifecycle, the open block, tool calls, artifacts, repeat detection).
+//! - `event` and `custom`: the AG-UI events written, with a typed value for
+//!   every `CUSTOM` name.
+//! - `encode`: SSE frames in the AG-UI format and the Hector seed's
+//!   named-event format.
+//! - `sse`: a bounded, linear-time `text/event-stream` parser.
+//! - `pipeline`: parser + converter + encoder, bytes in, bytes out.
+//! - `codes`: every stable error code, shared with the gateway.
+//! - `ids`: where minted ids come from.
 //!
 //! Nothing here does I/O, reads a clock or draws randomness: ids come from
 //! an [`IdSource`] and timestamps from the caller. Nothing here fails on bad
 //! input either: what cannot be converted is reported as events.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
-pub mod a2a;
-pub mod convert;
+mod codes;
+mod convert;
+mod custom;
 mod digest;
-pub mod encode;
-pub mod event;
-mod fast;
-mod hints;
-pub mod ids;
-pub mod pipeline;
-pub mod sse;
+mod encode;
+mod event;
+mod ids;
+mod pipeline;
+mod read;
+mod sse;
 
-pub use a2a::{ErrorReport, TaskState, error_report};
-pub use convert::{Converter, Options, StreamEnd};
-pub use encode::{Dialect, HectorEncoder, write_agui_frame};
-pub use event::Event;
+pub use codes::{ErrorCode, Side};
+pub use convert::{Converter, MAX_PENDING_TOOL_OUTPUT, MAX_TRACKED, Options, StreamEnd};
+pub use custom::{
+    AcpStatus, ArtifactNotice, Citation, Custom, DataNotice, ErrorNotice, EventMetadata,
+    FileNotice, MessageMetadata, ReasoningNotice, StatusNotice, ToolError, Trajectory,
+};
+pub use encode::{Encoder, HectorEncoder, OutputFormat, write_agui_frame};
+pub use event::{
+    AssistantRole, Event, Id, Interrupt, InterruptReason, Outcome, ReasoningRole, RunResult,
+    RunState, TextMetadata, ToolRole,
+};
 pub use ids::{IdKind, IdSource, SequentialIds};
-pub use pipeline::{StreamConverter, convert_recording};
-pub use sse::{SseError, SseEvent, SseParser};
+pub use pipeline::{StreamConverter, convert_recording, looks_like_sse};
+pub use read::{A2aMessage, ErrorReport, FileRef, PartBody, TaskState, error_report, part_body};
+pub use sse::{DEFAULT_MAX_EVENT_BYTES, SseError, SseEvent, SseParser};

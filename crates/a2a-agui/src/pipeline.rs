@@ -4,38 +4,40 @@
 
 use serde_json::Value;
 
-use crate::convert::{Converter, Options, StreamEnd, codes};
-use crate::encode::{Dialect, HectorEncoder, write_agui_frame};
+use crate::codes::ErrorCode;
+use crate::convert::{Converter, Options, StreamEnd};
+use crate::encode::{Encoder, OutputFormat};
 use crate::event::Event;
 use crate::ids::{IdSource, SequentialIds};
 use crate::sse::{DEFAULT_MAX_EVENT_BYTES, SseParser};
 
-/// `RUN_ERROR.code` when one upstream event exceeds the size limit.
-pub const EVENT_TOO_LARGE: &str = "UPSTREAM_EVENT_TOO_LARGE";
-
+/// One upstream body converted as it arrives: SSE parser, [`Converter`]
+/// and encoder.
 pub struct StreamConverter<I = SequentialIds> {
     converter: Converter<I>,
     parser: SseParser,
-    dialect: Dialect,
-    hector: HectorEncoder,
+    encoder: Encoder,
     events: Vec<Event>,
 }
 
 impl<I: IdSource> StreamConverter<I> {
-    pub fn new(options: Options, ids: I, dialect: Dialect, max_event_bytes: usize) -> Self {
+    /// A converter for one run, writing `format`, refusing upstream events
+    /// larger than `max_event_bytes`.
+    pub fn new(options: Options, ids: I, format: OutputFormat, max_event_bytes: usize) -> Self {
         StreamConverter {
             converter: Converter::new(options, ids),
             parser: SseParser::new(max_event_bytes),
-            dialect,
-            hector: HectorEncoder::default(),
+            encoder: Encoder::new(format),
             events: Vec::new(),
         }
     }
 
+    /// The state machine (for the run's ids).
     pub fn converter(&self) -> &Converter<I> {
         &self.converter
     }
 
+    /// True once the terminal event was written.
     pub fn is_finished(&self) -> bool {
         self.converter.is_finished()
     }
@@ -61,7 +63,7 @@ impl<I: IdSource> StreamConverter<I> {
         if let Err(err) = parsed {
             self.converter.finish(
                 StreamEnd::Failed {
-                    code: EVENT_TOO_LARGE.to_owned(),
+                    code: ErrorCode::UpstreamEventTooLarge,
                     message: err.to_string(),
                 },
                 &mut self.events,
@@ -85,7 +87,7 @@ impl<I: IdSource> StreamConverter<I> {
                 Err(err) => {
                     self.converter.finish(
                         StreamEnd::Failed {
-                            code: codes::MALFORMED_EVENT.to_owned(),
+                            code: ErrorCode::MalformedEvent,
                             message: format!("upstream sent a body that is not valid JSON: {err}"),
                         },
                         &mut self.events,
@@ -115,7 +117,7 @@ impl<I: IdSource> StreamConverter<I> {
             {
                 self.converter.finish(
                     StreamEnd::Failed {
-                        code: EVENT_TOO_LARGE.to_owned(),
+                        code: ErrorCode::UpstreamEventTooLarge,
                         message: err.to_string(),
                     },
                     &mut self.events,
@@ -128,10 +130,7 @@ impl<I: IdSource> StreamConverter<I> {
 
     fn encode(&mut self, now_ms: Option<u64>, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         for event in &self.events {
-            match self.dialect {
-                Dialect::Agui => write_agui_frame(event, now_ms, out)?,
-                Dialect::Hector => self.hector.encode(event, out)?,
-            }
+            self.encoder.encode(event, now_ms, out)?;
         }
         Ok(())
     }
@@ -143,12 +142,12 @@ impl<I: IdSource> StreamConverter<I> {
 pub fn convert_recording(
     input: &[u8],
     options: Options,
-    dialect: Dialect,
+    format: OutputFormat,
 ) -> Result<Vec<u8>, serde_json::Error> {
     let mut stream = StreamConverter::new(
         options,
         SequentialIds::default(),
-        dialect,
+        format,
         DEFAULT_MAX_EVENT_BYTES,
     );
     let mut out = Vec::new();

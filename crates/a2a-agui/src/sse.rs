@@ -15,13 +15,18 @@ use std::fmt;
 pub struct SseEvent<'a> {
     /// The `event:` field, when one was given (the spec's default is "message").
     pub name: Option<&'a str>,
+    /// The `data:` lines, joined with `\n`.
     pub data: &'a [u8],
 }
 
+/// Why the parser stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SseError {
     /// One event (its data, name and pending line) exceeded the limit.
-    EventTooLarge { limit: usize },
+    EventTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
 }
 
 impl fmt::Display for SseError {
@@ -40,6 +45,7 @@ impl std::error::Error for SseError {}
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 << 20;
 
 #[derive(Debug)]
+/// The parser's state between chunks.
 pub struct SseParser {
     max_event_bytes: usize,
     /// The unfinished line carried over from the previous chunk.
@@ -60,6 +66,7 @@ impl Default for SseParser {
 }
 
 impl SseParser {
+    /// A parser refusing events larger than `max_event_bytes`.
     pub fn new(max_event_bytes: usize) -> Self {
         SseParser {
             max_event_bytes,

@@ -8,7 +8,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use a2a_agui::{Dialect, Options, convert_recording};
+use a2a_agui::{Options, OutputFormat, convert_recording};
 use serde_json::Value;
 
 fn golden_root() -> PathBuf {
@@ -57,8 +57,8 @@ fn every_golden_case_converts_to_its_expected_output() {
                 .expect("case.json is JSON");
         let input = fs::read(input_of(dir).expect("an input file")).expect("readable input");
         for (dialect, file) in [
-            (Dialect::Agui, "expected.agui.sse"),
-            (Dialect::Hector, "expected.hector.sse"),
+            (OutputFormat::Agui, "expected.agui.sse"),
+            (OutputFormat::Hector, "expected.hector.sse"),
         ] {
             let actual = convert_recording(&input, options_of(&case), dialect).expect("encodes");
             let path = dir.join(file);

@@ -5,7 +5,7 @@
 
 mod common;
 
-use a2a_agui::{Converter, Dialect, Event, Options, StreamEnd, convert_recording};
+use a2a_agui::{Converter, Event, Options, OutputFormat, StreamEnd, convert_recording};
 use common::{check_sequence, parse_agui_body};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -164,7 +164,7 @@ fn item() -> impl Strategy<Value = Value> {
 fn end() -> impl Strategy<Value = StreamEnd> {
     prop_oneof![
         3 => Just(StreamEnd::Eof),
-        1 => Just(StreamEnd::Failed { code: "UPSTREAM_TIMEOUT".into(), message: "idle".into() }),
+        1 => Just(StreamEnd::Failed { code: a2a_agui::ErrorCode::UpstreamTimeout, message: "idle".into() }),
     ]
 }
 
@@ -206,18 +206,18 @@ proptest! {
     fn truncated_sse_bodies_yield_a_valid_run(items in prop::collection::vec(item(), 1..8), crlf in any::<bool>(), cut in any::<prop::sample::Index>()) {
         let body = sse_body(&items, crlf);
         let cut = cut.index(body.len() + 1);
-        let out = convert_recording(&body[..cut], Options::default(), Dialect::Agui).unwrap();
+        let out = convert_recording(&body[..cut], Options::default(), OutputFormat::Agui).unwrap();
         let events = parse_agui_body(&out).unwrap();
         prop_assert!(check_sequence(&events).is_ok(), "{:?}", check_sequence(&events));
     }
 
     #[test]
     fn arbitrary_bytes_yield_a_valid_run(bytes in prop::collection::vec(any::<u8>(), 0..400)) {
-        let out = convert_recording(&bytes, Options::default(), Dialect::Agui).unwrap();
+        let out = convert_recording(&bytes, Options::default(), OutputFormat::Agui).unwrap();
         let events = parse_agui_body(&out).unwrap();
         prop_assert!(check_sequence(&events).is_ok(), "{:?}", check_sequence(&events));
         // The named-event dialect renders the same conversion without failing.
-        prop_assert!(convert_recording(&bytes, Options::default(), Dialect::Hector).is_ok());
+        prop_assert!(convert_recording(&bytes, Options::default(), OutputFormat::Hector).is_ok());
     }
 
     #[test]
@@ -227,7 +227,7 @@ proptest! {
         Just("data: {\"result\":null}".to_owned()), "data: [a-z{}\":,]{0,20}",
     ], 0..20)) {
         let body = lines.join("\n");
-        let out = convert_recording(body.as_bytes(), Options::default(), Dialect::Agui).unwrap();
+        let out = convert_recording(body.as_bytes(), Options::default(), OutputFormat::Agui).unwrap();
         let events = parse_agui_body(&out).unwrap();
         prop_assert!(check_sequence(&events).is_ok(), "{:?}", check_sequence(&events));
     }
@@ -236,8 +236,8 @@ proptest! {
     fn chunking_never_changes_the_output(items in prop::collection::vec(item(), 1..8), crlf in any::<bool>(), sizes in prop::collection::vec(1usize..40, 1..20)) {
         use a2a_agui::{SequentialIds, StreamConverter};
         let body = sse_body(&items, crlf);
-        let whole = convert_recording(&body, Options::default(), Dialect::Agui).unwrap();
-        let mut stream = StreamConverter::new(Options::default(), SequentialIds::default(), Dialect::Agui, 1 << 20);
+        let whole = convert_recording(&body, Options::default(), OutputFormat::Agui).unwrap();
+        let mut stream = StreamConverter::new(Options::default(), SequentialIds::default(), OutputFormat::Agui, 1 << 20);
         let mut out = Vec::new();
         let mut rest = &body[..];
         let mut i = 0;

@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use a2a_agui::{Dialect, Options, convert_recording};
+use a2a_agui::{Options, OutputFormat, convert_recording};
 use common::{check_sequence, parse_agui_body};
 use serde_json::Value;
 
@@ -35,7 +35,7 @@ fn every_real_recording_converts_to_a_valid_run_with_the_scenario_s_ending() {
         // <agent>-<dialect>-<scenario>, the agent name holding one dash.
         let scenario = name.splitn(4, '-').nth(3).unwrap();
         let body = std::fs::read(&path).unwrap();
-        let out = convert_recording(&body, Options::default(), Dialect::Agui).unwrap();
+        let out = convert_recording(&body, Options::default(), OutputFormat::Agui).unwrap();
         let events = parse_agui_body(&out).unwrap();
         check_sequence(&events).unwrap_or_else(|e| panic!("{name}: {e}"));
         let last = events.last().unwrap();

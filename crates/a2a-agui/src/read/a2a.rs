@@ -13,10 +13,41 @@
 
 use serde_json::{Map, Value};
 
+use crate::codes::ErrorCode;
+
+use super::{
+    ArtifactChunk, Description, Item, MessageView, Parts, Status, StatusView, TaskView, acp, hints,
+};
+
+/// A JSON object as read.
 pub(crate) type Object = Map<String, Value>;
 
-/// One stream item, classified.
-pub(crate) enum Item<'a> {
+/// Reads one stream item, whatever its dialect and envelope.
+pub(crate) fn read_item(value: &Value) -> Item<'_> {
+    match classify(value) {
+        Shape::Task(task) => Item::Task(task_view(task)),
+        Shape::Message(message) => Item::Message(message_view(message)),
+        Shape::StatusUpdate(update) => Item::Status(StatusView {
+            context_id: text(update, "contextId"),
+            task_id: text(update, "taskId"),
+            status: status_of(update),
+            metadata: metadata(update),
+        }),
+        Shape::ArtifactUpdate(update) => match artifact_chunk(update) {
+            Some(chunk) => Item::Artifact(chunk),
+            None => Item::ArtifactWithoutBody(value),
+        },
+        Shape::Error(report) => Item::Error(report),
+        Shape::Acp(kind, event) => Item::Acp {
+            run: acp::run_ids(event),
+            event: acp::read_event(kind, event, value),
+        },
+        Shape::Unknown => Item::Unknown(value),
+    }
+}
+
+/// One stream item, classified by shape.
+enum Shape<'a> {
     Task(&'a Object),
     Message(&'a Object),
     StatusUpdate(&'a Object),
@@ -26,16 +57,16 @@ pub(crate) enum Item<'a> {
     Unknown,
 }
 
-pub(crate) fn classify(value: &Value) -> Item<'_> {
+fn classify(value: &Value) -> Shape<'_> {
     let Some(obj) = value.as_object() else {
-        return Item::Unknown;
+        return Shape::Unknown;
     };
     // A JSON-RPC envelope, a REST error body or a Hector transport error.
     if let Some(result) = obj.get("result") {
         return match result {
             Value::Null => match obj.get("error") {
-                Some(err) if !err.is_null() => Item::Error(ErrorReport::from_value(err)),
-                _ => Item::Unknown,
+                Some(err) if !err.is_null() => Shape::Error(ErrorReport::from_value(err)),
+                _ => Shape::Unknown,
             },
             other => classify(other),
         };
@@ -43,25 +74,25 @@ pub(crate) fn classify(value: &Value) -> Item<'_> {
     if let Some(err) = obj.get("error")
         && !err.is_null()
     {
-        return Item::Error(ErrorReport::from_value(err));
+        return Shape::Error(ErrorReport::from_value(err));
     }
     if is_problem_json(obj) {
-        return Item::Error(ErrorReport::from_problem(obj));
+        return Shape::Error(ErrorReport::from_problem(obj));
     }
     if let Some(kind) = text(obj, "kind") {
         match kind {
-            "task" => return Item::Task(obj),
-            "message" => return Item::Message(obj),
-            "status-update" => return Item::StatusUpdate(obj),
-            "artifact-update" => return Item::ArtifactUpdate(obj),
+            "task" => return Shape::Task(obj),
+            "message" => return Shape::Message(obj),
+            "status-update" => return Shape::StatusUpdate(obj),
+            "artifact-update" => return Shape::ArtifactUpdate(obj),
             _ => {}
         }
     }
     // Before the wrapper keys: ACP's `message.created` also has a `message`.
     if let Some(kind) = text(obj, "type")
-        && is_acp_event(kind)
+        && acp::is_event(kind)
     {
-        return Item::Acp(kind, obj);
+        return Shape::Acp(kind, obj);
     }
     for (key, wrap) in WRAPPERS {
         if let Some(inner) = object(obj, key) {
@@ -71,50 +102,173 @@ pub(crate) fn classify(value: &Value) -> Item<'_> {
     classify_by_fields(obj)
 }
 
-type Wrap = for<'a> fn(&'a Object) -> Item<'a>;
+type Wrap = for<'a> fn(&'a Object) -> Shape<'a>;
 
 const WRAPPERS: [(&str, Wrap); 6] = [
-    ("statusUpdate", |o| Item::StatusUpdate(o)),
-    ("status_update", |o| Item::StatusUpdate(o)),
-    ("artifactUpdate", |o| Item::ArtifactUpdate(o)),
-    ("artifact_update", |o| Item::ArtifactUpdate(o)),
-    ("task", |o| Item::Task(o)),
-    ("message", |o| Item::Message(o)),
+    ("statusUpdate", |o| Shape::StatusUpdate(o)),
+    ("status_update", |o| Shape::StatusUpdate(o)),
+    ("artifactUpdate", |o| Shape::ArtifactUpdate(o)),
+    ("artifact_update", |o| Shape::ArtifactUpdate(o)),
+    ("task", |o| Shape::Task(o)),
+    ("message", |o| Shape::Message(o)),
 ];
 
-fn classify_by_fields(obj: &Object) -> Item<'_> {
+fn classify_by_fields(obj: &Object) -> Shape<'_> {
     if object(obj, "artifact").is_some() {
-        return Item::ArtifactUpdate(obj);
+        return Shape::ArtifactUpdate(obj);
     }
     if object(obj, "status").is_some() {
         if obj.contains_key("taskId") || obj.contains_key("final") {
-            return Item::StatusUpdate(obj);
+            return Shape::StatusUpdate(obj);
         }
         if obj.contains_key("id") {
-            return Item::Task(obj);
+            return Shape::Task(obj);
         }
     }
     if obj.contains_key("role")
         && (array(obj, "parts").is_some() || array(obj, "content").is_some())
     {
-        return Item::Message(obj);
+        return Shape::Message(obj);
     }
-    Item::Unknown
-}
-
-fn is_acp_event(kind: &str) -> bool {
-    kind.starts_with("run.") || kind.starts_with("message.") || kind == "generic"
+    Shape::Unknown
 }
 
 fn is_problem_json(obj: &Object) -> bool {
     obj.contains_key("title") && obj.get("status").is_some_and(Value::is_number)
 }
 
-/// The error an upstream body reports, in any of the envelopes `classify`
-/// knows (JSON-RPC, `google.rpc.Status`, problem+json, Hector's), if any.
+fn task_view(task: &Object) -> TaskView<'_> {
+    TaskView {
+        context_id: text(task, "contextId"),
+        task_id: text(task, "id"),
+        status: status_of(task),
+        artifacts: array(task, "artifacts").unwrap_or(&[]),
+        metadata: metadata(task),
+    }
+}
+
+fn status_of(owner: &Object) -> Status<'_> {
+    let status = object(owner, "status");
+    Status {
+        state: status.map_or(TaskState::Unknown, |s| {
+            text(s, "state").map_or(TaskState::Unknown, TaskState::parse)
+        }),
+        message: status.and_then(|s| object(s, "message")).map(message_view),
+        timestamp: status
+            .and_then(|s| s.get("timestamp"))
+            .filter(|t| t.is_string()),
+    }
+}
+
+pub(crate) fn message_view(message: &Object) -> MessageView<'_> {
+    MessageView {
+        context_id: text(message, "contextId"),
+        task_id: text(message, "taskId"),
+        message_id: text(message, "messageId"),
+        user_echo: is_user_role(message).then_some(message),
+        parts: Parts::Values(message_parts(message)),
+        metadata: metadata(message),
+    }
+}
+
+/// An artifact-update event's chunk; `None` when it has no artifact.
+fn artifact_chunk(update: &Object) -> Option<ArtifactChunk<'_>> {
+    let artifact = object(update, "artifact")?;
+    let event_metadata = metadata(update);
+    let mut chunk = artifact_view(artifact);
+    chunk.context_id = text(update, "contextId");
+    chunk.task_id = text(update, "taskId");
+    chunk.append = flag(update, "append")
+        .or_else(|| flag(artifact, "append"))
+        .unwrap_or(false);
+    chunk.last_chunk = flag(update, "lastChunk")
+        .or_else(|| flag(artifact, "lastChunk"))
+        .unwrap_or(false);
+    chunk.event_metadata = event_metadata.and_then(hints::announced_event_metadata);
+    chunk.partial = event_metadata
+        .and_then(|m| m.get("partial"))
+        .and_then(Value::as_bool);
+    Some(chunk)
+}
+
+/// One artifact (of an update event or a Task snapshot).
+pub(crate) fn artifact_view(artifact: &Object) -> ArtifactChunk<'_> {
+    let artifact_metadata = metadata(artifact);
+    ArtifactChunk {
+        context_id: None,
+        task_id: None,
+        id: text(artifact, "artifactId").unwrap_or(""),
+        append: false,
+        last_chunk: false,
+        description: Description::Parsed {
+            fields: ["name", "description", "extensions"].map(|key| artifact.get(key)),
+            metadata: artifact_metadata,
+        },
+        event_metadata: None,
+        partial: None,
+        parts: Parts::Values(array(artifact, "parts").unwrap_or(&[])),
+        commands: hints::commands(artifact_metadata),
+    }
+}
+
+/// An A2A message as a client or agent wrote it, in any dialect: 0.3
+/// JSON-RPC (`kind`), 1.0 (flat parts, `ROLE_USER`), 0.3 ProtoJSON
+/// (`content`), as in the Hector seed's `{"role": "user", "parts":
+/// [{"text": "Hello"}]}`. Fields of the wrong type read as absent.
+#[derive(Debug, Clone)]
+pub struct A2aMessage<'a> {
+    /// `role`, in whatever spelling.
+    pub role: Option<&'a str>,
+    /// `messageId`.
+    pub message_id: Option<&'a str>,
+    /// `contextId`.
+    pub context_id: Option<&'a str>,
+    /// `taskId`.
+    pub task_id: Option<&'a str>,
+    /// `metadata`, when it is an object.
+    pub metadata: Option<&'a Object>,
+    /// `extensions`: the URIs among them.
+    pub extensions: Vec<&'a str>,
+    /// `parts` (or ProtoJSON's `content`); read each with [`part_body`].
+    /// `None` when the message has neither.
+    pub parts: Option<&'a [Value]>,
+}
+
+impl<'a> A2aMessage<'a> {
+    /// Reads a message; `None` when the value is not a JSON object.
+    pub fn read(value: &'a Value) -> Option<A2aMessage<'a>> {
+        value.as_object().map(read_message_object)
+    }
+
+    /// True for `user` (any case) and `ROLE_USER`; also true when the
+    /// role is absent, which clients sending a message often leave out.
+    pub fn is_from_user(&self) -> bool {
+        self.role
+            .is_none_or(|r| r.eq_ignore_ascii_case("user") || r == "ROLE_USER")
+    }
+}
+
+pub(crate) fn read_message_object(obj: &Object) -> A2aMessage<'_> {
+    A2aMessage {
+        role: text(obj, "role"),
+        message_id: text(obj, "messageId"),
+        context_id: text(obj, "contextId"),
+        task_id: text(obj, "taskId"),
+        metadata: object(obj, "metadata"),
+        extensions: array(obj, "extensions")
+            .unwrap_or(&[])
+            .iter()
+            .filter_map(Value::as_str)
+            .collect(),
+        parts: array(obj, "parts").or_else(|| array(obj, "content")),
+    }
+}
+
+/// The error an upstream body reports, in any envelope the readers know
+/// (JSON-RPC, `google.rpc.Status`, problem+json, Hector's), if any.
 pub fn error_report(body: &Value) -> Option<ErrorReport> {
     match classify(body) {
-        Item::Error(report) => Some(report),
+        Shape::Error(report) => Some(report),
         _ => None,
     }
 }
@@ -164,7 +318,9 @@ pub(crate) fn metadata(obj: &Object) -> Option<&Object> {
 // ---------------------------------------------------------------------------
 // Task states
 
+/// An A2A task state, whatever its spelling on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // A2A's own states
 pub enum TaskState {
     Submitted,
     Working,
@@ -174,7 +330,14 @@ pub enum TaskState {
     Canceled,
     Failed,
     Rejected,
+    /// A state this crate does not know, or none.
     Unknown,
+}
+
+impl serde::Serialize for TaskState {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
 }
 
 impl TaskState {
@@ -211,6 +374,8 @@ impl TaskState {
         }
     }
 
+    /// True for every state in which the agent stops talking: final
+    /// states and the ones waiting for the user.
     pub fn ends_turn(self) -> bool {
         !matches!(
             self,
@@ -219,47 +384,41 @@ impl TaskState {
     }
 }
 
-pub(crate) fn status_state(status: &Object) -> TaskState {
-    text(status, "state").map_or(TaskState::Unknown, TaskState::parse)
-}
-
 // ---------------------------------------------------------------------------
 // Parts
 
-pub(crate) enum PartBody<'a> {
+/// The content of one part, whatever its dialect.
+#[derive(Debug, Clone)]
+pub enum PartBody<'a> {
+    /// Text.
     Text(&'a str),
+    /// A file, by reference or inline.
     File(FileRef<'a>),
+    /// Structured data (ProtoJSON's extra `data` level removed).
     Data(&'a Value),
     /// No content we recognise (an ACP trajectory part, an empty part).
     Empty,
 }
 
-pub(crate) struct FileRef<'a> {
+/// A file part's fields, in any dialect's spelling.
+#[derive(Debug, Clone, Default)]
+pub struct FileRef<'a> {
+    /// `uri`, `fileWithUri`, `url`.
     pub uri: Option<&'a str>,
+    /// Base64 content: `bytes`, `fileWithBytes`, `raw`.
     pub bytes: Option<&'a str>,
+    /// `mimeType`, `mediaType`.
     pub media_type: Option<&'a str>,
+    /// `name`, `filename`.
     pub name: Option<&'a str>,
 }
 
-impl FileRef<'_> {
-    pub(crate) fn to_json(&self) -> Object {
-        let mut out = Object::new();
-        let fields = [
-            ("uri", self.uri),
-            ("bytes", self.bytes),
-            ("mediaType", self.media_type),
-            ("name", self.name),
-        ];
-        for (key, value) in fields {
-            if let Some(v) = value {
-                out.insert(key.to_owned(), Value::from(v));
-            }
-        }
-        out
-    }
+/// What one part holds; a part that is not an object is [`PartBody::Empty`].
+pub fn part_body(part: &Value) -> PartBody<'_> {
+    part.as_object().map_or(PartBody::Empty, part_body_of)
 }
 
-pub(crate) fn part_body(part: &Object) -> PartBody<'_> {
+pub(crate) fn part_body_of(part: &Object) -> PartBody<'_> {
     let kind = text(part, "kind").or_else(|| text(part, "type"));
     match kind {
         Some("text") => return text(part, "text").map_or(PartBody::Empty, PartBody::Text),
@@ -337,6 +496,7 @@ fn acp_part_body(part: &Object) -> PartBody<'_> {
 /// An upstream error, whatever envelope it came in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ErrorReport {
+    /// The agent's message.
     pub message: String,
     /// Stable, `A2A_`-prefixed code: the 1.0 `ErrorInfo.reason`, or the
     /// reason a JSON-RPC code stands for, or `A2A_ERROR`.
@@ -349,11 +509,11 @@ impl ErrorReport {
             Value::Object(obj) => ErrorReport::from_object(obj),
             Value::String(s) => ErrorReport {
                 message: s.clone(),
-                code: "A2A_ERROR".to_owned(),
+                code: ErrorCode::AgentError.as_str().to_owned(),
             },
             other => ErrorReport {
                 message: other.to_string(),
-                code: "A2A_ERROR".to_owned(),
+                code: ErrorCode::AgentError.as_str().to_owned(),
             },
         }
     }
@@ -375,7 +535,10 @@ impl ErrorReport {
             .or_else(|| text(obj, "status").map(str::to_owned));
         ErrorReport {
             message,
-            code: reason.map_or_else(|| "A2A_ERROR".to_owned(), |r| format!("A2A_{r}")),
+            code: reason.map_or_else(
+                || ErrorCode::AgentError.as_str().to_owned(),
+                |r| format!("A2A_{r}"),
+            ),
         }
     }
 
@@ -387,7 +550,15 @@ impl ErrorReport {
             .to_owned();
         ErrorReport {
             message,
-            code: "A2A_ERROR".to_owned(),
+            code: ErrorCode::AgentError.as_str().to_owned(),
+        }
+    }
+
+    /// A report for an error event whose body is not JSON.
+    pub(crate) fn from_text(text: String) -> ErrorReport {
+        ErrorReport {
+            message: text,
+            code: ErrorCode::AgentError.as_str().to_owned(),
         }
     }
 }

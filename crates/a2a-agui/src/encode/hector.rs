@@ -1,56 +1,13 @@
-//! Writing events as SSE frames, in two dialects.
-//!
-//! - [`Dialect::Agui`]: official AG-UI, `data: <compact JSON>\n\n`, no
-//!   `event:` line, LF only, as `@ag-ui/encoder` writes it.
-//! - [`Dialect::Hector`]: the named-event dialect of the Hector seed,
-//!   `event: content_block_delta\ndata: {"blockId":…,"delta":…}\n\n`, with
-//!   flat camelCase payloads as in the seed's example. It is rendered from
-//!   the same AG-UI events, so both dialects always tell the same story.
+//! The Hector seed's named events, rendered from AG-UI events.
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::event::{Event, Id};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Dialect {
-    #[default]
-    Agui,
-    Hector,
-}
-
-impl Dialect {
-    pub fn parse(name: &str) -> Option<Dialect> {
-        match name.to_ascii_lowercase().as_str() {
-            "agui" | "ag-ui" => Some(Dialect::Agui),
-            "hector" => Some(Dialect::Hector),
-            _ => None,
-        }
-    }
-}
-
-/// Appends one AG-UI frame. `timestamp` (ms since the epoch) is written as
-/// an integer when the caller has a clock to read.
-pub fn write_agui_frame(
-    event: &Event,
-    timestamp: Option<u64>,
-    out: &mut Vec<u8>,
-) -> Result<(), serde_json::Error> {
-    out.extend_from_slice(b"data: ");
-    serde_json::to_writer(&mut *out, event)?;
-    if let Some(ms) = timestamp
-        && out.last() == Some(&b'}')
-    {
-        out.pop();
-        out.extend_from_slice(b",\"timestamp\":");
-        out.extend_from_slice(ms.to_string().as_bytes());
-        out.push(b'}');
-    }
-    out.extend_from_slice(b"\n\n");
-    Ok(())
-}
+use crate::custom::Custom;
+use crate::event::{Event, Id, RunState};
+use crate::read::TaskState;
 
 /// Renders AG-UI events as the Hector seed's named events. Stateful: a
 /// Hector `tool_call_start` carries the whole input, which AG-UI spreads
@@ -67,6 +24,7 @@ pub struct HectorEncoder {
 }
 
 impl HectorEncoder {
+    /// Appends the frames (none, one or two) that `event` becomes.
     pub fn encode(&mut self, event: &Event, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         match event {
             Event::RunStarted { thread_id, run_id } => {
@@ -181,28 +139,24 @@ impl HectorEncoder {
                 }
                 frame(out, "tool_call_stop", &payload)
             }
-            Event::Custom { name, value } => self.custom(name, value, out),
+            Event::Custom(custom) => self.custom(custom, out),
             Event::Raw { event, source } => {
                 frame(out, "raw", &json!({ "event": event, "source": source }))
             }
             Event::RunFinished { result, .. } => {
                 self.message_stop(out)?;
-                let state = result
-                    .as_ref()
-                    .and_then(|r| r.get("state"))
-                    .and_then(Value::as_str);
-                if let Some(task_id) = result.as_ref().and_then(|r| r.get("taskId")) {
-                    self.task_id = Some(task_id.clone());
+                if let Some(task_id) = result.as_ref().and_then(|r| r.task_id.as_deref()) {
+                    self.task_id = Some(Value::from(task_id));
                 }
-                match state {
-                    Some("completed") => {
+                match result.as_ref().and_then(|r| r.state) {
+                    Some(RunState::Task(TaskState::Completed)) => {
                         let mut payload = self.task_payload();
-                        payload.insert("result".into(), result.clone().unwrap_or(json!({})));
+                        payload.insert("result".into(), serde_json::to_value(result)?);
                         frame(out, "task_complete", &payload)?;
                     }
                     Some(state) => {
                         let mut payload = self.task_payload();
-                        payload.insert("status".into(), Value::from(hector_status(state)));
+                        payload.insert("status".into(), Value::from(hector_status(state.as_str())));
                         frame(out, "task_update", &payload)?;
                     }
                     None => {}
@@ -221,45 +175,33 @@ impl HectorEncoder {
         }
     }
 
-    fn custom(
-        &mut self,
-        name: &str,
-        value: &Value,
-        out: &mut Vec<u8>,
-    ) -> Result<(), serde_json::Error> {
-        match name {
-            "a2a.status" => {
-                if let Some(task_id) = value.get("taskId") {
-                    self.task_id = Some(task_id.clone());
+    fn custom(&mut self, custom: &Custom, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        match custom {
+            Custom::Status(status) => {
+                if let Some(task_id) = &status.task_id {
+                    self.task_id = Some(Value::from(task_id.as_str()));
                 }
-                if let Some(context_id) = value.get("contextId") {
-                    self.context_id = Some(context_id.clone());
+                if let Some(context_id) = &status.context_id {
+                    self.context_id = Some(Value::from(context_id.as_str()));
                 }
-                let state = value
-                    .get("state")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown");
                 let mut payload = self.task_payload();
-                if state == "submitted" {
+                if status.state == TaskState::Submitted {
                     if let Some(context_id) = &self.context_id {
                         payload.insert("contextId".into(), context_id.clone());
                     }
                     frame(out, "task_start", &payload)
                 } else {
-                    payload.insert("status".into(), Value::from(hector_status(state)));
+                    let state = hector_status(status.state.as_str());
+                    payload.insert("status".into(), Value::from(state));
                     frame(out, "task_update", &payload)
                 }
             }
-            "a2a.tool_error" => {
-                if let (Some(id), Some(error)) = (
-                    value.get("toolCallId").and_then(Value::as_str),
-                    value.get("error").and_then(Value::as_str),
-                ) {
-                    self.tool_errors.insert(id.into(), error.to_owned());
-                }
+            Custom::ToolError(error) => {
+                self.tool_errors
+                    .insert(error.tool_call_id.as_str().into(), error.error.clone());
                 Ok(())
             }
-            _ => frame(out, "custom", &json!({ "name": name, "value": value })),
+            other => frame(out, "custom", other),
         }
     }
 

@@ -17,6 +17,8 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
+use super::{ArtifactChunk, Description, Item, MessageView, Parts};
+
 // The envelope (JSON-RPC `result`, the 1.0 wrapper key) is read by a
 // hand-written seed that descends into the same flat `Node`: no box and no
 // move per level. Presence-only fields are `IgnoredAny` (zero-sized) and ids
@@ -27,14 +29,14 @@ use serde_json::value::RawValue;
 #[derive(Default)]
 pub(crate) struct Node<'a> {
     kind: Option<&'a str>,
-    pub task_id: Option<&'a str>,
-    pub context_id: Option<&'a str>,
-    pub message_id: Option<&'a str>,
+    task_id: Option<&'a str>,
+    context_id: Option<&'a str>,
+    message_id: Option<&'a str>,
     role: Option<&'a str>,
-    pub artifact: Option<Artifact<'a>>,
-    pub append: Option<bool>,
-    pub last_chunk: Option<bool>,
-    pub parts: Option<Vec<Part<'a>>>,
+    artifact: Option<Artifact<'a>>,
+    append: Option<bool>,
+    last_chunk: Option<bool>,
+    parts: Option<Vec<Part<'a>>>,
     metadata: Option<&'a RawValue>,
     /// A key this reader leaves to the lenient one was present.
     lenient_only: bool,
@@ -101,17 +103,17 @@ impl<'de> serde::de::Visitor<'de> for Level<'_, 'de> {
 #[serde(default)]
 pub(crate) struct Artifact<'a> {
     #[serde(rename = "artifactId")]
-    pub artifact_id: Option<&'a str>,
+    artifact_id: Option<&'a str>,
     #[serde(borrow)]
-    pub name: Option<&'a RawValue>,
+    name: Option<&'a RawValue>,
     #[serde(borrow)]
-    pub description: Option<&'a RawValue>,
+    description: Option<&'a RawValue>,
     #[serde(borrow)]
-    pub extensions: Option<&'a RawValue>,
+    extensions: Option<&'a RawValue>,
     #[serde(borrow)]
-    pub metadata: Option<&'a RawValue>,
+    metadata: Option<&'a RawValue>,
     #[serde(borrow)]
-    pub parts: Vec<Part<'a>>,
+    parts: Vec<Part<'a>>,
     // 0.1 put these on the artifact; left to the lenient reader.
     append: Option<IgnoredAny>,
     #[serde(rename = "lastChunk")]
@@ -125,7 +127,7 @@ pub(crate) struct Part<'a> {
     #[serde(rename = "type")]
     part_type: Option<IgnoredAny>,
     #[serde(borrow)]
-    pub text: Option<Cow<'a, str>>,
+    text: Option<Cow<'a, str>>,
     metadata: Option<PartMetadata>,
     file: Option<IgnoredAny>,
     data: Option<IgnoredAny>,
@@ -146,22 +148,43 @@ struct PartMetadata {
     kind: Option<IgnoredAny>,
 }
 
-/// What the fast reader recognised, and which shape its payload has.
+/// What the fast reader recognised: a plain-text artifact chunk (when the
+/// node has an artifact) or a plain-text agent message.
 pub(crate) struct FastItem<'a> {
     node: Node<'a>,
-    pub shape: Shape,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Shape {
-    ArtifactText,
-    MessageText,
-}
-
-impl<'a> FastItem<'a> {
-    /// The artifact update or message, wherever the envelope put it.
-    pub(crate) fn payload(&self) -> &Node<'a> {
-        &self.node
+impl FastItem<'_> {
+    /// The item in the readers' common vocabulary.
+    pub(crate) fn item(&self) -> Item<'_> {
+        let node = &self.node;
+        match &node.artifact {
+            Some(artifact) => Item::Artifact(ArtifactChunk {
+                context_id: node.context_id,
+                task_id: node.task_id,
+                id: artifact.artifact_id.unwrap_or(""),
+                append: node.append.unwrap_or(false),
+                last_chunk: node.last_chunk.unwrap_or(false),
+                description: Description::Raw([
+                    artifact.name,
+                    artifact.description,
+                    artifact.extensions,
+                    artifact.metadata,
+                ]),
+                event_metadata: None,
+                partial: None,
+                parts: Parts::Plain(&artifact.parts),
+                commands: None,
+            }),
+            None => Item::Message(MessageView {
+                context_id: node.context_id,
+                task_id: node.task_id,
+                message_id: node.message_id,
+                user_echo: None,
+                parts: Parts::Plain(node.parts.as_deref().unwrap_or(&[])),
+                metadata: None,
+            }),
+        }
     }
 }
 
@@ -180,8 +203,8 @@ pub(crate) fn read(json: &str) -> Option<FastItem<'_>> {
     if node.lenient_only {
         return None;
     }
-    let shape = if let Some(artifact) = &node.artifact {
-        let plain = matches!(node.kind, None | Some("artifact-update"))
+    let plain = if let Some(artifact) = &node.artifact {
+        matches!(node.kind, None | Some("artifact-update"))
             && node.parts.is_none()
             && node.metadata.is_none_or(|m| m.get() == "{}")
             && artifact.append.is_none()
@@ -189,10 +212,9 @@ pub(crate) fn read(json: &str) -> Option<FastItem<'_>> {
             && artifact.parts.iter().all(Part::is_plain_text)
             && !artifact
                 .metadata
-                .is_some_and(|m| m.get().contains("\"commands\""));
-        plain.then_some(Shape::ArtifactText)?
+                .is_some_and(|m| m.get().contains("\"commands\""))
     } else {
-        let plain = matches!(node.kind, None | Some("message"))
+        matches!(node.kind, None | Some("message"))
             && node
                 .role
                 .is_some_and(|r| !r.eq_ignore_ascii_case("user") && r != "ROLE_USER")
@@ -200,13 +222,17 @@ pub(crate) fn read(json: &str) -> Option<FastItem<'_>> {
             && node
                 .parts
                 .as_ref()
-                .is_some_and(|parts| parts.iter().all(Part::is_plain_text));
-        plain.then_some(Shape::MessageText)?
+                .is_some_and(|parts| parts.iter().all(Part::is_plain_text))
     };
-    Some(FastItem { node, shape })
+    plain.then_some(FastItem { node })
 }
 
 impl Part<'_> {
+    /// The part's text (every part the reader accepts has one).
+    pub(crate) fn text(&self) -> &str {
+        self.text.as_deref().unwrap_or("")
+    }
+
     fn is_plain_text(&self) -> bool {
         let hinted = self.metadata.as_ref().is_some_and(|m| {
             m.event_type.is_some()

@@ -1,0 +1,311 @@
+//! The open block: at most one text message or one reasoning message is
+//! open at a time (AG-UI clients render them in order, and a reasoning
+//! block interleaved with text would be shown out of place). Opening one
+//! closes the other; `close` closes whichever it is.
+
+use std::collections::HashSet;
+
+use super::MAX_TRACKED;
+use super::repeat::Transcript;
+use crate::custom::{Custom, ReasoningNotice};
+use crate::digest::{TextDigest, WordHashBuilder};
+use crate::event::{AssistantRole, Event, Id, ReasoningRole, TextMetadata};
+use crate::ids::{IdKind, IdSource};
+use crate::read::Thinking;
+
+/// Which text stream a piece of text continues. Text for a different key
+/// closes the open message and starts a fresh one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum SegmentKey {
+    Message(String),
+    Status,
+    Artifact(String),
+    Acp,
+}
+
+/// A [`SegmentKey`] borrowed from the input: only a new segment pays for
+/// an owned one.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum KeyRef<'a> {
+    Message(&'a str),
+    Status,
+    Artifact(&'a str),
+    Acp,
+}
+
+impl SegmentKey {
+    fn is(&self, other: KeyRef<'_>) -> bool {
+        match (self, other) {
+            (SegmentKey::Message(a), KeyRef::Message(b)) => a == b,
+            (SegmentKey::Artifact(a), KeyRef::Artifact(b)) => a == b,
+            (SegmentKey::Status, KeyRef::Status) | (SegmentKey::Acp, KeyRef::Acp) => true,
+            _ => false,
+        }
+    }
+}
+
+impl KeyRef<'_> {
+    fn to_owned_key(self) -> SegmentKey {
+        match self {
+            KeyRef::Message(id) => SegmentKey::Message(id.to_owned()),
+            KeyRef::Status => SegmentKey::Status,
+            KeyRef::Artifact(id) => SegmentKey::Artifact(id.to_owned()),
+            KeyRef::Acp => SegmentKey::Acp,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct OpenText {
+    id: Id,
+    key: SegmentKey,
+    digest: TextDigest,
+}
+
+#[derive(Debug)]
+struct OpenReasoning {
+    span: Id,
+    message: Id,
+    block: Option<String>,
+    signature: Option<String>,
+    thinking_type: Option<String>,
+}
+
+#[derive(Debug, Default)]
+enum Open {
+    #[default]
+    None,
+    Text(OpenText),
+    Reasoning(OpenReasoning),
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Blocks {
+    open: Open,
+    /// The last text message opened: tool calls and citations refer to it.
+    last_text_id: Option<Id>,
+    /// Reasoning blocks already closed, by upstream block id.
+    closed_blocks: HashSet<String, WordHashBuilder>,
+    pub(super) transcript: Transcript,
+    /// Set while a run ends waiting for input: the text message it closes
+    /// says which task is waiting (see `Event::TextMessageEnd`).
+    pub(super) closing_metadata: Option<TextMetadata>,
+}
+
+impl Blocks {
+    pub(super) fn last_text_id(&self) -> Option<&Id> {
+        self.last_text_id.as_ref()
+    }
+
+    /// The digest of the open text segment, if text is open.
+    pub(super) fn open_text_digest(&self) -> Option<TextDigest> {
+        match &self.open {
+            Open::Text(text) => Some(text.digest),
+            _ => None,
+        }
+    }
+
+    pub(super) fn is_text_open_for(&self, key: KeyRef<'_>) -> bool {
+        matches!(&self.open, Open::Text(text) if text.key.is(key))
+    }
+
+    pub(super) fn close(&mut self, out: &mut Vec<Event>) {
+        match std::mem::take(&mut self.open) {
+            Open::None => {}
+            Open::Text(text) => self.closed_text(text, out),
+            Open::Reasoning(reasoning) => self.closed_reasoning(reasoning, out),
+        }
+    }
+
+    pub(super) fn close_text(&mut self, out: &mut Vec<Event>) {
+        if matches!(self.open, Open::Text(_)) {
+            self.close(out);
+        }
+    }
+
+    pub(super) fn close_reasoning(&mut self, out: &mut Vec<Event>) {
+        if matches!(self.open, Open::Reasoning(_)) {
+            self.close(out);
+        }
+    }
+
+    pub(super) fn close_text_of(&mut self, key: KeyRef<'_>, out: &mut Vec<Event>) {
+        if self.is_text_open_for(key) {
+            self.close(out);
+        }
+    }
+
+    fn closed_text(&mut self, text: OpenText, out: &mut Vec<Event>) {
+        out.push(Event::TextMessageEnd {
+            message_id: text.id,
+            metadata: self.closing_metadata.take(),
+        });
+        self.transcript.record_segment(text.digest);
+    }
+
+    fn closed_reasoning(&mut self, open: OpenReasoning, out: &mut Vec<Event>) {
+        if let Some(block) = &open.block
+            && self.closed_blocks.len() < MAX_TRACKED
+        {
+            self.closed_blocks.insert(block.clone());
+        }
+        out.push(Event::ReasoningMessageEnd {
+            message_id: open.message.clone(),
+        });
+        out.push(Event::ReasoningEnd {
+            message_id: open.span,
+        });
+        if open.signature.is_some() || open.thinking_type.is_some() {
+            out.push(Event::Custom(Custom::Reasoning(ReasoningNotice {
+                message_id: Some(open.message.to_string()),
+                block_id: None,
+                signature: open.signature,
+                thinking_type: open.thinking_type,
+            })));
+        }
+    }
+
+    /// Answer text for the segment `key`.
+    pub(super) fn text(
+        &mut self,
+        ids: &mut impl IdSource,
+        key: KeyRef<'_>,
+        delta: &str,
+        out: &mut Vec<Event>,
+    ) {
+        if delta.is_empty() {
+            return;
+        }
+        if !self.is_text_open_for(key) {
+            self.close(out);
+            let id: Id = ids.next_id(IdKind::Message).into();
+            out.push(Event::TextMessageStart {
+                message_id: id.clone(),
+                role: AssistantRole::Assistant,
+            });
+            self.last_text_id = Some(id.clone());
+            self.open = Open::Text(OpenText {
+                id,
+                key: key.to_owned_key(),
+                digest: TextDigest::default(),
+            });
+        }
+        if let Open::Text(open) = &mut self.open {
+            open.digest.update(delta);
+            self.transcript.record_delta(delta);
+            out.push(Event::TextMessageContent {
+                message_id: open.id.clone(),
+                delta: delta.to_owned(),
+            });
+        }
+    }
+
+    /// Reasoning text. A completed block (Hector v2) that is open or was
+    /// closed already repeats what was streamed: it only closes.
+    pub(super) fn thinking(
+        &mut self,
+        ids: &mut impl IdSource,
+        thinking: &Thinking<'_>,
+        out: &mut Vec<Event>,
+    ) {
+        let open_block = match &self.open {
+            Open::Reasoning(r) => Some(r.block.as_deref()),
+            _ => None,
+        };
+        if thinking.completed {
+            let same = thinking.block_id.is_some() && open_block == Some(thinking.block_id);
+            let done_before = thinking
+                .block_id
+                .is_some_and(|id| self.closed_blocks.contains(id));
+            if same || done_before {
+                if same {
+                    self.thinking_complete(thinking.block_id, thinking.signature, out);
+                }
+                return;
+            }
+        }
+        // Thinking parts without a block id continue the open block: Hector
+        // would start a block per chunk (its bug), which no UI wants.
+        let continues =
+            open_block.is_some_and(|b| thinking.block_id.is_none() || b == thinking.block_id);
+        if !continues {
+            self.close(out);
+            let span: Id = ids.next_id(IdKind::Reasoning).into();
+            let message: Id = ids.next_id(IdKind::ReasoningMessage).into();
+            out.push(Event::ReasoningStart {
+                message_id: span.clone(),
+            });
+            out.push(Event::ReasoningMessageStart {
+                message_id: message.clone(),
+                role: ReasoningRole::Reasoning,
+            });
+            self.open = Open::Reasoning(OpenReasoning {
+                span,
+                message,
+                block: thinking.block_id.map(str::to_owned),
+                signature: None,
+                thinking_type: None,
+            });
+        }
+        if let Open::Reasoning(open) = &mut self.open {
+            if let Some(signature) = thinking.signature {
+                open.signature = Some(signature.to_owned());
+            }
+            if let Some(kind) = thinking.thinking_type {
+                open.thinking_type = Some(kind.to_owned());
+            }
+            if !thinking.text.is_empty() {
+                out.push(Event::ReasoningMessageContent {
+                    message_id: open.message.clone(),
+                    delta: thinking.text.to_owned(),
+                });
+            }
+        }
+        if thinking.completed {
+            self.close_reasoning(out);
+        }
+    }
+
+    /// The end of a reasoning block; a signature for a block that is not
+    /// open is announced on its own.
+    pub(super) fn thinking_complete(
+        &mut self,
+        block: Option<&str>,
+        signature: Option<&str>,
+        out: &mut Vec<Event>,
+    ) {
+        if let Open::Reasoning(open) = &mut self.open
+            && (block.is_none() || open.block.is_none() || open.block.as_deref() == block)
+        {
+            if let Some(signature) = signature {
+                open.signature = Some(signature.to_owned());
+            }
+            self.close(out);
+        } else if let Some(signature) = signature {
+            out.push(Event::Custom(Custom::Reasoning(ReasoningNotice {
+                block_id: block.map(str::to_owned),
+                signature: Some(signature.to_owned()),
+                ..ReasoningNotice::default()
+            })));
+        }
+    }
+
+    /// A reasoning step that stands alone: its own block, opened and closed.
+    pub(super) fn reasoning_step(
+        &mut self,
+        ids: &mut impl IdSource,
+        thought: &str,
+        out: &mut Vec<Event>,
+    ) {
+        self.close_reasoning(out);
+        let step = Thinking {
+            text: thought,
+            block_id: None,
+            signature: None,
+            thinking_type: None,
+            completed: false,
+        };
+        self.thinking(ids, &step, out);
+        self.close_reasoning(out);
+    }
+}

@@ -1,0 +1,668 @@
+//! The converter: A2A stream items in, AG-UI events out.
+//!
+//! One [`Converter`] follows one run. Readers (`crate::read`) turn each
+//! item into typed meanings; this module dispatches them to the concern
+//! that owns the state they touch:
+//! - `run`: the lifecycle (`RUN_STARTED`, ids, the terminal event);
+//! - `block`: the one open text or reasoning message;
+//! - `tools`: tool calls and their (possibly incremental) results;
+//! - `artifacts`: per-artifact progress and what was announced about it;
+//! - `repeat`: digests of the streamed text, to drop closing repeats.
+//!
+//! Whatever the input, the output obeys the client's rules: one
+//! `RUN_STARTED` first, one terminal event last, nothing for an entity that
+//! is not open, everything closed before `RUN_FINISHED`.
+
+mod artifacts;
+mod block;
+mod repeat;
+mod run;
+mod tools;
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use self::artifacts::Artifacts;
+use self::block::{Blocks, KeyRef};
+use self::repeat::Repeat;
+use self::run::{Ending, Lifecycle};
+use self::tools::Tools;
+use crate::codes::ErrorCode;
+use crate::custom::{
+    AcpStatus, Citation, Custom, DataNotice, ErrorNotice, FileNotice, MessageMetadata, StatusNotice,
+};
+use crate::digest::WordHashBuilder;
+use crate::event::{Event, RunResult, TextMetadata};
+use crate::ids::{IdSource, SequentialIds};
+use crate::read::{
+    self, AcpEvent, AcpRunIds, ArtifactChunk, Block, ErrorReport, Item, MessageNote, MessageView,
+    Object, PartMeaning, Status, TaskState, TaskView,
+};
+
+/// How many artifacts, tool calls and message ids one run keeps track of.
+/// Past this, de-duplication degrades; output stays well-formed.
+pub const MAX_TRACKED: usize = 4096;
+/// Incremental tool output is gathered up to this size, then delivered.
+pub const MAX_PENDING_TOOL_OUTPUT: usize = 16 << 20;
+
+/// How a run is converted.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `RUN_STARTED.threadId`; defaults to the first item's contextId.
+    pub thread_id: Option<String>,
+    /// `RUN_STARTED.runId`; defaults to the first item's taskId.
+    pub run_id: Option<String>,
+    /// End input-required / auth-required runs with an `interrupt` outcome.
+    /// Off by default: `@ag-ui/client` 1.0 then refuses the next run unless
+    /// the UI answers the interrupt with `resume`.
+    pub interrupts: bool,
+}
+
+/// How the input ended, as the caller saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEnd {
+    /// The upstream closed the stream.
+    Eof,
+    /// The caller gave up on the upstream (timeout, transport error, …).
+    Failed {
+        /// Why, as a stable code.
+        code: ErrorCode,
+        /// Why, for a person.
+        message: String,
+    },
+    /// The upstream answered with an error of its own (an error body on a
+    /// non-2xx response, say).
+    AgentError(ErrorReport),
+}
+
+/// Where a message came from; decides its text key and de-duplication.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// A `message` stream item.
+    Stream,
+    /// `status.message` of a working / submitted status.
+    Status,
+    /// `status.message` of a status that ends the turn.
+    Closing,
+}
+
+/// The state machine of one run. Feed it items with `push_*`, then
+/// [`finish`](Converter::finish); every call appends the events it
+/// produced to `out`.
+pub struct Converter<I = SequentialIds> {
+    options: Options,
+    ids: I,
+    run: Lifecycle,
+    blocks: Blocks,
+    tools: Tools,
+    artifacts: Artifacts,
+    seen_messages: HashSet<String, WordHashBuilder>,
+}
+
+impl Converter<SequentialIds> {
+    /// A converter minting ids `msg-1`, `tool-result-2`, … (reproducible).
+    pub fn with_sequential_ids(options: Options) -> Self {
+        Converter::new(options, SequentialIds::default())
+    }
+}
+
+impl<I: IdSource> Converter<I> {
+    /// A converter whose minted ids come from `ids`.
+    pub fn new(options: Options, ids: I) -> Self {
+        Converter {
+            options,
+            ids,
+            run: Lifecycle::default(),
+            blocks: Blocks::default(),
+            tools: Tools::default(),
+            artifacts: Artifacts::default(),
+            seen_messages: HashSet::default(),
+        }
+    }
+
+    /// True once the terminal event has been written; later input is ignored.
+    pub fn is_finished(&self) -> bool {
+        self.run.is_done()
+    }
+
+    /// `RUN_STARTED.threadId`, once written.
+    pub fn thread_id(&self) -> Option<&str> {
+        self.run.thread_id()
+    }
+
+    /// `RUN_STARTED.runId`, once written.
+    pub fn run_id(&self) -> Option<&str> {
+        self.run.run_id()
+    }
+
+    /// The A2A task the run belongs to, once known.
+    pub fn task_id(&self) -> Option<&str> {
+        self.run.task_id.as_deref()
+    }
+
+    /// The A2A context the run belongs to, once known.
+    pub fn context_id(&self) -> Option<&str> {
+        self.run.context_id.as_deref()
+    }
+
+    /// Items that arrived after the terminal event (a trailing Task
+    /// snapshot, for example) and so produced nothing.
+    pub fn ignored_after_finish(&self) -> u64 {
+        self.run.ignored_after_finish
+    }
+
+    /// One SSE event from the upstream: its `event:` name and `data:`.
+    pub fn push_sse(&mut self, event_name: Option<&str>, data: &[u8], out: &mut Vec<Event>) {
+        if data.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        match event_name {
+            // Hector's end-of-stream marker; the stream end decides the outcome.
+            Some("done") => {}
+            Some("error") => self.push_error_event(data, out),
+            _ => self.push_json(data, out),
+        }
+    }
+
+    /// One JSON document (an SSE `data:` payload or a JSONL line).
+    pub fn push_json(&mut self, bytes: &[u8], out: &mut Vec<Event>) {
+        if self.ignored() {
+            return;
+        }
+        // Validating UTF-8 once for the whole payload is cheaper than the
+        // JSON reader checking each string it borrows.
+        let Ok(json) = std::str::from_utf8(bytes) else {
+            return self.push_unreadable(bytes, out);
+        };
+        if let Some(fast) = read::read_fast(json) {
+            return self.push_item(fast.item(), out);
+        }
+        match serde_json::from_str::<Value>(json) {
+            Ok(value) => self.push_item(read::read_value(&value), out),
+            Err(err) => self.push_malformed(
+                format!("upstream sent an event that is not valid JSON: {err}"),
+                out,
+            ),
+        }
+    }
+
+    /// One parsed stream item.
+    pub fn push_value(&mut self, value: &Value, out: &mut Vec<Event>) {
+        if !self.ignored() {
+            self.push_item(read::read_value(value), out);
+        }
+    }
+
+    /// The input has ended. Closes what is open and writes the terminal
+    /// event if the stream did not carry one.
+    pub fn finish(&mut self, end: StreamEnd, out: &mut Vec<Event>) {
+        if self.run.is_done() {
+            return;
+        }
+        self.start(None, None, out);
+        match end {
+            StreamEnd::Failed { code, message } => self.fail_run(code.as_str(), message, out),
+            StreamEnd::AgentError(report) => self.fail_run(&report.code, report.message, out),
+            StreamEnd::Eof => match self.run.ending() {
+                Ending::Answered(result) => self.finish_run(result, None, out),
+                Ending::Waiting(state) => {
+                    let outcome = self.run.interrupt_outcome(&self.options, state, None);
+                    let result = self.run.task_result(state);
+                    self.finish_run(Some(result), outcome, out);
+                }
+                Ending::Empty => self.fail_run(
+                    ErrorCode::UpstreamEmpty.as_str(),
+                    "upstream closed the stream without sending any event".to_owned(),
+                    out,
+                ),
+                Ending::EndedEarly(state) => self.fail_run(
+                    ErrorCode::UpstreamEndedEarly.as_str(),
+                    format!(
+                        "upstream closed the stream before the task reached a final state (last state: {})",
+                        state.as_str()
+                    ),
+                    out,
+                ),
+            },
+        }
+    }
+
+    // -- dispatch -------------------------------------------------------------
+
+    /// True (and counted) when the run is over and input is ignored.
+    fn ignored(&mut self) -> bool {
+        if self.run.is_done() {
+            self.run.ignored_after_finish += 1;
+        }
+        self.run.is_done()
+    }
+
+    fn push_item(&mut self, item: Item<'_>, out: &mut Vec<Event>) {
+        self.run.items_seen += 1;
+        let (context, task) = item.ids();
+        self.start(context, task, out);
+        self.run.remember_ids(context, task);
+        match item {
+            Item::Task(task) => self.on_task(task, out),
+            Item::Message(message) => self.on_message(message, Origin::Stream, out),
+            Item::Status(update) => {
+                self.run.saw_task = true;
+                self.on_status(update.status, update.metadata, out);
+            }
+            Item::Artifact(chunk) => self.on_artifact(chunk, out),
+            Item::ArtifactWithoutBody(whole) => {
+                self.run.saw_task = true;
+                out.push(raw(whole.clone()));
+            }
+            Item::Error(report) => self.fail_run(&report.code, report.message, out),
+            Item::Acp { run, event } => self.on_acp(run, event, out),
+            // A bare `null` carries nothing to forward, and RAW.event may not be null.
+            Item::Unknown(value) if value.is_null() => {}
+            Item::Unknown(value) => out.push(raw(value.clone())),
+        }
+    }
+
+    fn push_unreadable(&mut self, bytes: &[u8], out: &mut Vec<Event>) {
+        let message = match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+            Err(err) => format!("upstream sent an event that is not valid JSON: {err}"),
+            Ok(_) => "upstream sent an event that is not valid UTF-8".to_owned(),
+        };
+        self.push_malformed(message, out);
+    }
+
+    fn push_malformed(&mut self, message: String, out: &mut Vec<Event>) {
+        self.run.items_seen += 1;
+        self.start(None, None, out);
+        self.fail_run(ErrorCode::MalformedEvent.as_str(), message, out);
+    }
+
+    /// Hector's `event: error`: its data is the error, in any envelope.
+    fn push_error_event(&mut self, data: &[u8], out: &mut Vec<Event>) {
+        if self.ignored() {
+            return;
+        }
+        self.run.items_seen += 1;
+        self.start(None, None, out);
+        let report = match serde_json::from_slice::<Value>(data) {
+            Ok(value) => {
+                read::error_report(&value).unwrap_or_else(|| ErrorReport::from_value(&value))
+            }
+            Err(_) => ErrorReport::from_text(String::from_utf8_lossy(data).into_owned()),
+        };
+        self.fail_run(&report.code, report.message, out);
+    }
+
+    // -- run lifecycle ----------------------------------------------------------
+
+    fn start(&mut self, context: Option<&str>, task: Option<&str>, out: &mut Vec<Event>) {
+        self.run
+            .start(&self.options, &mut self.ids, context, task, out);
+    }
+
+    fn finish_run(
+        &mut self,
+        result: Option<RunResult>,
+        outcome: Option<crate::event::Outcome>,
+        out: &mut Vec<Event>,
+    ) {
+        self.close_all(out);
+        out.extend(self.run.finished(result, outcome));
+    }
+
+    fn fail_run(&mut self, code: &str, message: String, out: &mut Vec<Event>) {
+        self.close_all(out);
+        out.push(self.run.failed(code, message));
+    }
+
+    fn close_all(&mut self, out: &mut Vec<Event>) {
+        self.blocks.close(out);
+        self.tools.flush(&mut self.ids, out);
+    }
+
+    // -- tasks and statuses -------------------------------------------------------
+
+    fn on_task(&mut self, task: TaskView<'_>, out: &mut Vec<Event>) {
+        self.run.saw_task = true;
+        self.snapshot_artifacts(task.artifacts, out);
+        let state = task.status.state;
+        let waiting = matches!(state, TaskState::InputRequired | TaskState::AuthRequired);
+        if waiting && self.run.items_seen == 1 {
+            // A continuation (or a resubscription) opens with the task as it
+            // was before this turn: still waiting, its question already
+            // shown. The turn's own events follow; if none do, the end of
+            // input finishes the run in this state.
+            self.status_notice(&task.status, task.metadata, out);
+            self.run.last_state = Some(state);
+            return;
+        }
+        self.on_status(task.status, task.metadata, out);
+    }
+
+    fn on_status(&mut self, status: Status<'_>, metadata: Option<&Object>, out: &mut Vec<Event>) {
+        let state = status.state;
+        match state {
+            TaskState::Failed | TaskState::Rejected => {
+                let (code, fallback) = if state == TaskState::Failed {
+                    (
+                        ErrorCode::TaskFailed,
+                        "the agent reported the task as failed",
+                    )
+                } else {
+                    (ErrorCode::TaskRejected, "the agent rejected the task")
+                };
+                let text = status.message.as_ref().map(MessageView::text);
+                let text = text
+                    .filter(|t| !t.is_empty())
+                    .unwrap_or_else(|| fallback.to_owned());
+                self.fail_run(code.as_str(), text, out);
+            }
+            state if state.ends_turn() => {
+                let question = match &status.message {
+                    Some(message) if self.options.interrupts => Some(message.text()),
+                    _ => None,
+                };
+                if let Some(message) = status.message {
+                    self.on_message(message, Origin::Closing, out);
+                }
+                let outcome = self.run.interrupt_outcome(&self.options, state, question);
+                let result = self.run.task_result(state);
+                if result.is_waiting() {
+                    self.blocks.closing_metadata = Some(TextMetadata {
+                        a2a: result.clone(),
+                    });
+                }
+                self.finish_run(Some(result), outcome, out);
+            }
+            state => {
+                if self.run.last_state != Some(state) || metadata.is_some() {
+                    self.status_notice(&status, metadata, out);
+                }
+                self.run.last_state = Some(state);
+                if let Some(message) = status.message {
+                    self.on_message(message, Origin::Status, out);
+                }
+            }
+        }
+    }
+
+    fn status_notice(
+        &mut self,
+        status: &Status<'_>,
+        metadata: Option<&Object>,
+        out: &mut Vec<Event>,
+    ) {
+        out.push(Event::Custom(Custom::Status(StatusNotice {
+            task_id: self.run.task_id.clone(),
+            context_id: self.run.context_id.clone(),
+            state: status.state,
+            timestamp: status.timestamp.cloned(),
+            metadata: metadata.cloned(),
+        })));
+    }
+
+    // -- messages ---------------------------------------------------------------
+
+    fn on_message(&mut self, message: MessageView<'_>, origin: Origin, out: &mut Vec<Event>) {
+        if let Some(echo) = message.user_echo {
+            out.push(raw(Value::Object(echo.clone())));
+            return;
+        }
+        let message_id = message.message_id;
+        if origin == Origin::Stream {
+            self.run.saw_agent_message = true;
+        } else if message_id.is_some_and(|id| self.seen_messages.contains(id)) {
+            return;
+        }
+        if let Some(id) = message_id
+            && self.seen_messages.len() < MAX_TRACKED
+            && !self.seen_messages.contains(id)
+        {
+            self.seen_messages.insert(id.to_owned());
+        }
+        let key = match origin {
+            Origin::Stream => KeyRef::Message(message_id.unwrap_or("")),
+            Origin::Status | Origin::Closing => KeyRef::Status,
+        };
+        // A closing status often repeats the answer already streamed
+        // (Hector sends the whole text again): repeats add nothing, and a
+        // message that extends what was streamed adds only the extension.
+        let repeat = match origin {
+            Origin::Closing => message.plain_text().map_or(Repeat::Emit, |whole| {
+                self.blocks
+                    .transcript
+                    .classify(&whole, self.blocks.open_text_digest())
+            }),
+            _ => Repeat::Emit,
+        };
+        match repeat {
+            Repeat::Skip => return,
+            Repeat::Remainder(rest) => self.blocks.text(&mut self.ids, key, &rest, out),
+            Repeat::Emit => message
+                .parts
+                .for_each_block(|_, block| self.on_block(block, key, None, out)),
+        }
+        if let Some(metadata) = message.metadata {
+            read::message_notes(metadata, |note| match note {
+                MessageNote::Citation(citation) => self.citation(citation, out),
+                MessageNote::Trajectory(step) => out.push(Event::Custom(Custom::Trajectory(step))),
+                MessageNote::Rest(rest) => {
+                    out.push(Event::Custom(Custom::MessageMetadata(MessageMetadata {
+                        message_id: message_id.map(str::to_owned),
+                        metadata: rest,
+                    })));
+                }
+            });
+        }
+    }
+
+    fn citation(&mut self, mut citation: Citation, out: &mut Vec<Event>) {
+        citation.message_id = self.blocks.last_text_id().map(|id| id.to_string());
+        out.push(Event::Custom(Custom::Citation(citation)));
+    }
+
+    // -- parts ----------------------------------------------------------------
+
+    /// One part's meaning. `key` is the text segment it belongs to.
+    fn on_block(
+        &mut self,
+        block: Block<'_>,
+        key: KeyRef<'_>,
+        artifact_id: Option<&str>,
+        out: &mut Vec<Event>,
+    ) {
+        let ids = &mut self.ids;
+        match block {
+            Block::Text(text) => self.blocks.text(ids, key, text, out),
+            Block::Thinking(thinking) => self.blocks.thinking(ids, &thinking, out),
+            Block::ThinkingComplete {
+                block_id,
+                signature,
+            } => self.blocks.thinking_complete(block_id, signature, out),
+            Block::ReasoningStep(thought) => self.blocks.reasoning_step(ids, thought, out),
+            Block::ToolCall(call) => {
+                if call.id.is_some_and(|id| self.tools.knows(id)) {
+                    // A repeated announcement of a call already sent: AG-UI
+                    // forbids a second TOOL_CALL_START for the same id.
+                    return;
+                }
+                self.blocks.close(out);
+                let parent = self.blocks.last_text_id().cloned();
+                let id = self
+                    .tools
+                    .start(ids, call.id, call.name, &call.arguments, parent, out);
+                if let Some(result) = call.result {
+                    tools::emit_result(ids, id, result, None, out);
+                }
+            }
+            Block::ToolResult(result) => {
+                self.blocks.close(out);
+                let key = match result.id {
+                    Some(id) if self.tools.knows(id) => id.to_owned(),
+                    // A result for a call never announced: announce it
+                    // first, so the result refers to a known tool call.
+                    _ => {
+                        let parent = self.blocks.last_text_id().cloned();
+                        let name = result.name.unwrap_or(read::UNKNOWN_TOOL);
+                        let empty = Value::Object(Object::new());
+                        self.tools
+                            .start(ids, result.id, name, &empty, parent, out)
+                            .to_string()
+                    }
+                };
+                self.tools.result(ids, key, result, out);
+            }
+            Block::Citation(citation) => self.citation(*citation, out),
+            Block::File { file, metadata } => out.push(Event::Custom(Custom::File(FileNotice {
+                uri: file.uri.map(str::to_owned),
+                bytes: file.bytes.map(str::to_owned),
+                media_type: file.media_type.map(str::to_owned),
+                name: file.name.map(str::to_owned),
+                artifact_id: artifact_id.map(str::to_owned),
+                metadata: metadata.cloned(),
+            }))),
+            Block::Data {
+                data,
+                media_type,
+                metadata,
+            } => out.push(Event::Custom(Custom::Data(DataNotice {
+                data: data.clone(),
+                media_type: media_type.map(str::to_owned),
+                artifact_id: artifact_id.map(str::to_owned),
+                metadata: metadata.cloned(),
+            }))),
+            Block::ErrorNotice { message, code } => {
+                out.push(Event::Custom(Custom::Error(ErrorNotice {
+                    message: message.map(str::to_owned),
+                    code: code.map(str::to_owned),
+                })));
+            }
+            Block::Unreadable(value) => out.push(raw(value.clone())),
+        }
+    }
+
+    // -- artifacts --------------------------------------------------------------
+
+    fn on_artifact(&mut self, chunk: ArtifactChunk<'_>, out: &mut Vec<Event>) {
+        self.run.saw_task = true;
+        let id = chunk.id;
+        let key = KeyRef::Artifact(id);
+        if !self.blocks.is_text_open_for(key) {
+            self.blocks.close_text(out);
+        }
+        if !chunk.append && self.artifacts.get(id).is_some_and(|a| a.parts_seen > 0) {
+            // A replacement: what was streamed stays, the new content is a
+            // new message.
+            self.blocks.close_text(out);
+            if let Some(state) = self.artifacts.state(id) {
+                state.parts_seen = 0;
+            }
+        }
+        self.artifacts.describe(id, &chunk.description, out);
+        if let Some(metadata) = chunk.event_metadata {
+            self.artifacts.event_metadata(id, metadata, out);
+        }
+        // ADK-style streaming (Hector v2): `partial: true` events carry
+        // deltas, then a `partial: false` event repeats the whole text.
+        let repeats_streamed = chunk.partial == Some(false)
+            && self.artifacts.get(id).is_some_and(|a| a.streamed_partial);
+        if chunk.partial == Some(true)
+            && let Some(state) = self.artifacts.state(id)
+        {
+            state.streamed_partial = true;
+        }
+        let mut final_text = String::new();
+        chunk.parts.for_each_block(|meaning, block| match block {
+            Block::Text(text) if repeats_streamed && meaning == PartMeaning::PlainText => {
+                final_text.push_str(text);
+            }
+            block => self.on_block(block, key, Some(id), out),
+        });
+        let open = self.blocks.open_text_digest();
+        match self.blocks.transcript.classify(&final_text, open) {
+            Repeat::Skip => {}
+            Repeat::Remainder(rest) => self.blocks.text(&mut self.ids, key, &rest, out),
+            Repeat::Emit => self.blocks.text(&mut self.ids, key, &final_text, out),
+        }
+        if let Some(state) = self.artifacts.state(id) {
+            state.parts_seen += chunk.parts.len();
+        }
+        if chunk.last_chunk {
+            self.blocks.close_text_of(key, out);
+        }
+        if let Some(commands) = chunk.commands {
+            self.artifacts.commands(id, commands, out);
+        }
+    }
+
+    /// Artifacts of a Task snapshot: only parts not yet streamed are new.
+    /// Several entries may share one artifactId (their parts concatenate).
+    fn snapshot_artifacts(&mut self, artifacts: &[Value], out: &mut Vec<Event>) {
+        let mut offsets: HashMap<&str, usize> = HashMap::new();
+        for artifact in artifacts.iter().filter_map(Value::as_object) {
+            let view = read::artifact_view(artifact);
+            let id = view.id;
+            let count = view.parts.len();
+            let offset = offsets.entry(id).or_insert(0);
+            let start = *offset;
+            *offset += count;
+            let streamed = self.artifacts.get(id).map_or(0, |a| a.parts_seen);
+            self.artifacts.describe(id, &view.description, out);
+            let key = KeyRef::Artifact(id);
+            view.parts
+                .skip(streamed.saturating_sub(start))
+                .for_each_block(|_, block| self.on_block(block, key, Some(id), out));
+            if let Some(state) = self.artifacts.state(id) {
+                state.parts_seen = state.parts_seen.max(start + count);
+            }
+            if let Some(commands) = view.commands {
+                self.artifacts.commands(id, commands, out);
+            }
+        }
+    }
+
+    // -- ACP --------------------------------------------------------------------
+
+    fn on_acp(&mut self, run: AcpRunIds<'_>, event: AcpEvent<'_>, out: &mut Vec<Event>) {
+        self.run.saw_task = true;
+        match event {
+            AcpEvent::Progress(state) => out.push(Event::Custom(Custom::AcpStatus(AcpStatus {
+                run_id: run.run_id.map(str::to_owned),
+                session_id: run.session_id.map(str::to_owned),
+                state: state.to_owned(),
+            }))),
+            AcpEvent::Finished {
+                state,
+                await_request,
+            } => {
+                let result = RunResult {
+                    run_id: run.run_id.map(str::to_owned),
+                    session_id: run.session_id.map(str::to_owned),
+                    state: Some(state),
+                    await_request: await_request.cloned(),
+                    ..RunResult::default()
+                };
+                self.finish_run(Some(result), None, out);
+            }
+            AcpEvent::Failed { code, message } => self.fail_run(&code, message, out),
+            AcpEvent::MessageBoundary => self.blocks.close_text(out),
+            AcpEvent::Part(parts) => {
+                parts.for_each_block(|_, block| self.on_block(block, KeyRef::Acp, None, out));
+            }
+            AcpEvent::Generic { payload, event } => {
+                let value = payload
+                    .cloned()
+                    .unwrap_or_else(|| Value::Object(event.clone()));
+                out.push(Event::Custom(Custom::AcpGeneric(value)));
+            }
+            AcpEvent::Other(whole) => out.push(raw(whole.clone())),
+        }
+    }
+}
+
+fn raw(event: Value) -> Event {
+    Event::Raw {
+        event,
+        source: Some("a2a".to_owned()),
+    }
+}

@@ -1,0 +1,158 @@
+//! Tool calls and their results. A call is announced once (START, ARGS,
+//! END at once: A2A delivers arguments whole); its result follows as
+//! `TOOL_CALL_RESULT`, gathered first when it comes in pieces.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::{MAX_PENDING_TOOL_OUTPUT, MAX_TRACKED};
+use crate::custom::{Custom, ToolError};
+use crate::digest::WordHashBuilder;
+use crate::event::{Event, Id, ToolRole};
+use crate::ids::{IdKind, IdSource};
+use crate::read::ToolResult;
+
+#[derive(Debug)]
+struct ToolState {
+    id: Id,
+    pending: String,
+    pending_error: Option<String>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Tools {
+    calls: HashMap<String, ToolState, WordHashBuilder>,
+}
+
+impl Tools {
+    /// A call with this agent id was announced already.
+    pub(super) fn knows(&self, id: &str) -> bool {
+        self.calls.contains_key(id)
+    }
+
+    /// Announces a call; the caller has closed the open block.
+    pub(super) fn start(
+        &mut self,
+        ids: &mut impl IdSource,
+        id: Option<&str>,
+        name: &str,
+        arguments: &Value,
+        parent_message_id: Option<Id>,
+        out: &mut Vec<Event>,
+    ) -> Id {
+        let key = match id {
+            Some(id) if !id.is_empty() => id.to_owned(),
+            _ => ids.next_id(IdKind::ToolCall),
+        };
+        let tool_call_id: Id = key.as_str().into();
+        out.push(Event::ToolCallStart {
+            tool_call_id: tool_call_id.clone(),
+            tool_call_name: name.to_owned(),
+            parent_message_id,
+        });
+        out.push(Event::ToolCallArgs {
+            tool_call_id: tool_call_id.clone(),
+            delta: arguments_json(arguments),
+        });
+        out.push(Event::ToolCallEnd {
+            tool_call_id: tool_call_id.clone(),
+        });
+        if self.calls.len() < MAX_TRACKED {
+            self.calls.insert(
+                key,
+                ToolState {
+                    id: tool_call_id.clone(),
+                    pending: String::new(),
+                    pending_error: None,
+                },
+            );
+        }
+        tool_call_id
+    }
+
+    /// A result (or a piece of one) for the call `key`, which is known or
+    /// was just announced.
+    pub(super) fn result(
+        &mut self,
+        ids: &mut impl IdSource,
+        key: String,
+        result: ToolResult<'_>,
+        out: &mut Vec<Event>,
+    ) {
+        let Some(tool) = self.calls.get_mut(&key) else {
+            // Tracking is full: deliver at once rather than lose the output.
+            emit_result(ids, key.into(), result.content, result.error, out);
+            return;
+        };
+        tool.pending.push_str(&result.content);
+        if result.error.is_some() {
+            tool.pending_error = result.error;
+        }
+        if result.is_final || tool.pending.len() >= MAX_PENDING_TOOL_OUTPUT {
+            let content = std::mem::take(&mut tool.pending);
+            let error = tool.pending_error.take();
+            let tool_call_id = tool.id.clone();
+            emit_result(ids, tool_call_id, content, error, out);
+        }
+    }
+
+    /// Incremental results whose final piece never came are delivered as
+    /// they are when the run closes.
+    pub(super) fn flush(&mut self, ids: &mut impl IdSource, out: &mut Vec<Event>) {
+        let mut pending: Vec<(Id, String, Option<String>)> = self
+            .calls
+            .values_mut()
+            .filter(|t| !t.pending.is_empty() || t.pending_error.is_some())
+            .map(|t| {
+                (
+                    t.id.clone(),
+                    std::mem::take(&mut t.pending),
+                    t.pending_error.take(),
+                )
+            })
+            .collect();
+        // HashMap order is arbitrary; output must be reproducible.
+        pending.sort_by(|a, b| a.0.cmp(&b.0));
+        for (id, content, error) in pending {
+            emit_result(ids, id, content, error, out);
+        }
+    }
+}
+
+pub(super) fn emit_result(
+    ids: &mut impl IdSource,
+    tool_call_id: Id,
+    content: String,
+    error: Option<String>,
+    out: &mut Vec<Event>,
+) {
+    if let Some(error) = &error {
+        out.push(Event::Custom(Custom::ToolError(ToolError {
+            tool_call_id: tool_call_id.to_string(),
+            error: error.clone(),
+        })));
+    }
+    // AG-UI's tool message has no error flag in the event: an empty
+    // result of a failed call carries the error text instead.
+    let content = match error {
+        Some(error) if content.is_empty() => error,
+        _ => content,
+    };
+    let message_id: Id = ids.next_id(IdKind::ToolResult).into();
+    out.push(Event::ToolCallResult {
+        message_id,
+        tool_call_id,
+        content,
+        role: ToolRole::Tool,
+    });
+}
+
+/// TOOL_CALL_ARGS carries JSON text. A string argument that already is JSON
+/// text goes through as it is; anything else is serialised.
+fn arguments_json(arguments: &Value) -> String {
+    match arguments {
+        Value::String(s) if serde_json::from_str::<serde::de::IgnoredAny>(s).is_ok() => s.clone(),
+        other => other.to_string(),
+    }
+}
