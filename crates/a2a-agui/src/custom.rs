@@ -8,112 +8,77 @@
 //! Optional fields are left out, never `null`.
 
 use serde::Serialize;
-use serde::ser::SerializeStruct;
 use serde_json::{Map, Value};
+use serde_with::skip_serializing_none;
 
-use crate::read::TaskState;
+use crate::state::TaskState;
 
 /// A JSON object as agents send it in metadata, kept verbatim.
 pub type Object = Map<String, Value>;
 
-/// One `CUSTOM` event.
-#[derive(Debug, Clone, PartialEq)]
+/// One `CUSTOM` event: serialised as `{"name": …, "value": …}`, the body
+/// of a `CUSTOM` event in AG-UI and of Hector's `custom` event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "name", content = "value")]
 pub enum Custom {
-    /// `a2a.status`: the task moved to a non-final state.
+    /// The task moved to a non-final state.
+    #[serde(rename = "a2a.status")]
     Status(StatusNotice),
-    /// `a2a.tool_error`: the tool call's result is an error.
+    /// The tool call's result is an error.
+    #[serde(rename = "a2a.tool_error")]
     ToolError(ToolError),
-    /// `a2a.citation`: a source for a span of the last text message.
+    /// A source for a span of the last text message.
+    #[serde(rename = "a2a.citation")]
     Citation(Citation),
-    /// `a2a.trajectory`: a step of the agent's work (Agent Stack).
+    /// A step of the agent's work (Agent Stack).
+    #[serde(rename = "a2a.trajectory")]
     Trajectory(Trajectory),
-    /// `a2a.message_metadata`: message metadata with no meaning of its own.
+    /// Message metadata with no meaning of its own.
+    #[serde(rename = "a2a.message_metadata")]
     MessageMetadata(MessageMetadata),
-    /// `a2a.error`: an error the agent shows without failing the run.
+    /// An error the agent shows without failing the run.
+    #[serde(rename = "a2a.error")]
     Error(ErrorNotice),
-    /// `a2a.reasoning`: a reasoning block's signature and kind.
+    /// A reasoning block's signature and kind.
+    #[serde(rename = "a2a.reasoning")]
     Reasoning(ReasoningNotice),
-    /// `a2a.file`: a file part.
+    /// A file part.
+    #[serde(rename = "a2a.file")]
     File(FileNotice),
-    /// `a2a.data`: a data part with no meaning the converter knows.
+    /// A data part with no meaning the converter knows.
+    #[serde(rename = "a2a.data")]
     Data(DataNotice),
-    /// `a2a.artifact`: an artifact's name, description and metadata.
+    /// An artifact's name, description and metadata.
+    #[serde(rename = "a2a.artifact")]
     Artifact(ArtifactNotice),
-    /// `a2a.event_metadata`: metadata on an artifact-update event.
+    /// Metadata on an artifact-update event.
+    #[serde(rename = "a2a.event_metadata")]
     EventMetadata(EventMetadata),
-    /// `a2a.commands`: the multimodal-interaction extension's client
-    /// commands, verbatim.
+    /// The multimodal-interaction extension's client commands, verbatim.
+    #[serde(rename = "a2a.commands")]
     Commands(Value),
-    /// `acp.status`: an ACP run was created or is in progress.
+    /// An ACP run was created or is in progress.
+    #[serde(rename = "acp.status")]
     AcpStatus(AcpStatus),
-    /// `acp.generic`: an ACP `generic` event's payload, verbatim.
+    /// An ACP `generic` event's payload, verbatim.
+    #[serde(rename = "acp.generic")]
     AcpGeneric(Value),
 }
 
-impl Custom {
-    /// The event's `name`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Custom::Status(_) => "a2a.status",
-            Custom::ToolError(_) => "a2a.tool_error",
-            Custom::Citation(_) => "a2a.citation",
-            Custom::Trajectory(_) => "a2a.trajectory",
-            Custom::MessageMetadata(_) => "a2a.message_metadata",
-            Custom::Error(_) => "a2a.error",
-            Custom::Reasoning(_) => "a2a.reasoning",
-            Custom::File(_) => "a2a.file",
-            Custom::Data(_) => "a2a.data",
-            Custom::Artifact(_) => "a2a.artifact",
-            Custom::EventMetadata(_) => "a2a.event_metadata",
-            Custom::Commands(_) => "a2a.commands",
-            Custom::AcpStatus(_) => "acp.status",
-            Custom::AcpGeneric(_) => "acp.generic",
-        }
-    }
-}
-
-/// `{"name": …, "value": …}`: the body of a `CUSTOM` event in AG-UI, and
-/// of Hector's `custom` event.
-impl Serialize for Custom {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("Custom", 2)?;
-        s.serialize_field("name", self.name())?;
-        match self {
-            Custom::Status(v) => s.serialize_field("value", v)?,
-            Custom::ToolError(v) => s.serialize_field("value", v)?,
-            Custom::Citation(v) => s.serialize_field("value", v)?,
-            Custom::Trajectory(v) => s.serialize_field("value", v)?,
-            Custom::MessageMetadata(v) => s.serialize_field("value", v)?,
-            Custom::Error(v) => s.serialize_field("value", v)?,
-            Custom::Reasoning(v) => s.serialize_field("value", v)?,
-            Custom::File(v) => s.serialize_field("value", v)?,
-            Custom::Data(v) => s.serialize_field("value", v)?,
-            Custom::Artifact(v) => s.serialize_field("value", v)?,
-            Custom::EventMetadata(v) => s.serialize_field("value", v)?,
-            Custom::Commands(v) | Custom::AcpGeneric(v) => s.serialize_field("value", v)?,
-            Custom::AcpStatus(v) => s.serialize_field("value", v)?,
-        }
-        s.end()
-    }
-}
-
 /// `a2a.status`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusNotice {
     /// The task, once known.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
     /// The context, once known.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub context_id: Option<String>,
     /// The new state.
     pub state: TaskState,
     /// The status timestamp the agent sent, verbatim.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<Value>,
     /// The status-update event's metadata, verbatim.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Object>,
 }
 
@@ -128,134 +93,113 @@ pub struct ToolError {
 }
 
 /// `a2a.citation`, in AG-UI's casing whatever the agent's.
+#[skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(missing_docs)] // the citation's own fields, verbatim
 pub struct Citation {
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub start_index: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub end_index: Option<Value>,
     /// The text message the citation refers to (the last one written).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
 }
 
 /// `a2a.trajectory`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(missing_docs)] // the step's own fields, verbatim
 pub struct Trajectory {
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub group_id: Option<Value>,
 }
 
 /// `a2a.message_metadata`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageMetadata {
     /// The A2A message it came with.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
     /// The keys that had no meaning of their own, verbatim.
     pub metadata: Object,
 }
 
 /// `a2a.error`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ErrorNotice {
     /// The error text.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The agent's own error code.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
 }
 
 /// `a2a.reasoning`: for a closed block, its message id with the signature
 /// and thinking type; for a block that was never open, its upstream block
 /// id with the signature.
+#[skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReasoningNotice {
     /// The `REASONING_MESSAGE_*` id.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
     /// The agent's block id.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub block_id: Option<String>,
     /// The model's signature over the reasoning.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
     /// Hector's `thinking_type`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking_type: Option<String>,
 }
 
 /// `a2a.file`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FileNotice {
     /// Where the file is.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub uri: Option<String>,
     /// The file, base64.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes: Option<String>,
     /// Its media type.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub media_type: Option<String>,
     /// Its name.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// The artifact it belongs to.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub artifact_id: Option<String>,
     /// The part's metadata, verbatim.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Object>,
 }
 
 /// `a2a.data`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DataNotice {
     /// The data, verbatim.
     pub data: Value,
     /// The part's media type (1.0).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub media_type: Option<String>,
     /// The artifact it belongs to.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub artifact_id: Option<String>,
     /// The part's metadata, verbatim.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Object>,
 }
 
 /// `a2a.artifact`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(missing_docs)] // the artifact's own fields, verbatim
 pub struct ArtifactNotice {
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub extensions: Option<Value>,
     /// The artifact's metadata less `commands` (which has its own event).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Object>,
     pub artifact_id: String,
 }
@@ -271,14 +215,13 @@ pub struct EventMetadata {
 }
 
 /// `acp.status`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AcpStatus {
     /// The ACP run.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     /// The ACP session.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     /// The run's status, as ACP spells it.
     pub state: String,

@@ -8,15 +8,17 @@
 use std::sync::Arc;
 
 use serde::Serialize;
+use serde_with::skip_serializing_none;
 
 use crate::custom::Custom;
-use crate::read::TaskState;
+use crate::state::{RunState, TaskState};
 
 /// An identifier shared by several events of one entity. `Arc` because every
 /// content event repeats its message id; cloning must not allocate.
 pub type Id = Arc<str>;
 
 /// One AG-UI event, as written on the wire (`type` is the tag).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "SCREAMING_SNAKE_CASE")]
 #[allow(missing_docs)] // the fields are AG-UI's, documented by the protocol
@@ -27,15 +29,12 @@ pub enum Event {
     RunFinished {
         thread_id: Id,
         run_id: Id,
-        #[serde(skip_serializing_if = "Option::is_none")]
         result: Option<RunResult>,
-        #[serde(skip_serializing_if = "Option::is_none")]
         outcome: Option<Outcome>,
     },
     #[serde(rename_all = "camelCase")]
     RunError {
         message: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
         code: Option<String>,
     },
     #[serde(rename_all = "camelCase")]
@@ -47,14 +46,12 @@ pub enum Event {
         message_id: Id,
         /// `@ag-ui/client` 1.0 merges this into the message it keeps and
         /// sends back; used to say which A2A task a question came from.
-        #[serde(skip_serializing_if = "Option::is_none")]
         metadata: Option<TextMetadata>,
     },
     #[serde(rename_all = "camelCase")]
     ToolCallStart {
         tool_call_id: Id,
         tool_call_name: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
         parent_message_id: Option<Id>,
     },
     #[serde(rename_all = "camelCase")]
@@ -82,7 +79,6 @@ pub enum Event {
     Custom(Custom),
     Raw {
         event: serde_json::Value,
-        #[serde(skip_serializing_if = "Option::is_none")]
         source: Option<String>,
     },
 }
@@ -169,26 +165,21 @@ pub enum ReasoningRole {
 
 /// `RUN_FINISHED.result`: where the run left the A2A task (or ACP run).
 /// Absent fields are left out, so the shape depends on what the agent said.
+#[skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunResult {
     /// The A2A task the run belongs to.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
     /// The A2A context (the AG-UI thread).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub context_id: Option<String>,
     /// The ACP run id.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     /// The ACP session id.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     /// The state the run ended in; absent for a message-only answer.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<RunState>,
     /// What an awaiting ACP run asks for, verbatim.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub await_request: Option<serde_json::Value>,
 }
 
@@ -201,31 +192,6 @@ impl RunResult {
                 TaskState::InputRequired | TaskState::AuthRequired
             ))
         )
-    }
-}
-
-/// The state in [`RunResult`]: an A2A task state, or ACP's `awaiting`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunState {
-    /// A2A task state, written in the 0.3 spelling (`input-required`).
-    Task(TaskState),
-    /// An ACP run waiting for the client (`run.awaiting`).
-    AcpAwaiting,
-}
-
-impl RunState {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunState::Task(state) => state.as_str(),
-            RunState::AcpAwaiting => "awaiting",
-        }
-    }
-}
-
-impl Serialize for RunState {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
     }
 }
 
@@ -251,6 +217,7 @@ pub enum Outcome {
 }
 
 /// One open question of an interrupted run.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Interrupt {
@@ -259,7 +226,6 @@ pub struct Interrupt {
     /// Why the run stopped.
     pub reason: InterruptReason,
     /// The agent's question, when it asked one in text.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
 

@@ -32,6 +32,7 @@ mod ids;
 mod pipeline;
 mod read;
 mod sse;
+mod state;
 
 pub use codes::{ErrorCode, Side};
 pub use convert::{Converter, MAX_PENDING_TOOL_OUTPUT, MAX_TRACKED, Options, StreamEnd};
@@ -42,9 +43,10 @@ pub use custom::{
 pub use encode::{Encoder, HectorEncoder, OutputFormat, write_agui_frame};
 pub use event::{
     AssistantRole, Event, Id, Interrupt, InterruptReason, Outcome, ReasoningRole, RunResult,
-    RunState, TextMetadata, ToolRole,
+    TextMetadata, ToolRole,
 };
 pub use ids::{IdKind, IdSource, SequentialIds};
 pub use pipeline::{StreamConverter, convert_recording, looks_like_sse};
-pub use read::{A2aMessage, ErrorReport, FileRef, PartBody, TaskState, error_report, part_body};
+pub use read::{A2aMessage, ErrorReport, FileRef, PartBody, error_report, part_body};
 pub use sse::{DEFAULT_MAX_EVENT_BYTES, SseError, SseEvent, SseParser};
+pub use state::{RunState, TaskState};

@@ -4,6 +4,7 @@
 //! closes the other; `close` closes whichever it is.
 
 use std::collections::HashSet;
+use std::hash::{BuildHasher, Hash, Hasher};
 
 use super::MAX_TRACKED;
 use super::repeat::Transcript;
@@ -15,16 +16,6 @@ use crate::read::Thinking;
 
 /// Which text stream a piece of text continues. Text for a different key
 /// closes the open message and starts a fresh one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum SegmentKey {
-    Message(String),
-    Status,
-    Artifact(String),
-    Acp,
-}
-
-/// A [`SegmentKey`] borrowed from the input: only a new segment pays for
-/// an owned one.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum KeyRef<'a> {
     Message(&'a str),
@@ -33,32 +24,26 @@ pub(super) enum KeyRef<'a> {
     Acp,
 }
 
-impl SegmentKey {
-    fn is(&self, other: KeyRef<'_>) -> bool {
-        match (self, other) {
-            (SegmentKey::Message(a), KeyRef::Message(b)) => a == b,
-            (SegmentKey::Artifact(a), KeyRef::Artifact(b)) => a == b,
-            (SegmentKey::Status, KeyRef::Status) | (SegmentKey::Acp, KeyRef::Acp) => true,
-            _ => false,
-        }
-    }
-}
-
 impl KeyRef<'_> {
-    fn to_owned_key(self) -> SegmentKey {
+    /// What the open segment remembers of its key: a fingerprint, so a new
+    /// segment costs no allocation. A collision would at worst continue one
+    /// message with another's text, which breaks no client rule.
+    fn fingerprint(self) -> u64 {
+        let mut hasher = WordHashBuilder::default().build_hasher();
         match self {
-            KeyRef::Message(id) => SegmentKey::Message(id.to_owned()),
-            KeyRef::Status => SegmentKey::Status,
-            KeyRef::Artifact(id) => SegmentKey::Artifact(id.to_owned()),
-            KeyRef::Acp => SegmentKey::Acp,
+            KeyRef::Message(id) => (0u8, id).hash(&mut hasher),
+            KeyRef::Status => 1u8.hash(&mut hasher),
+            KeyRef::Artifact(id) => (2u8, id).hash(&mut hasher),
+            KeyRef::Acp => 3u8.hash(&mut hasher),
         }
+        hasher.finish()
     }
 }
 
 #[derive(Debug)]
 struct OpenText {
     id: Id,
-    key: SegmentKey,
+    key: u64,
     digest: TextDigest,
 }
 
@@ -106,7 +91,7 @@ impl Blocks {
     }
 
     pub(super) fn is_text_open_for(&self, key: KeyRef<'_>) -> bool {
-        matches!(&self.open, Open::Text(text) if text.key.is(key))
+        matches!(&self.open, Open::Text(text) if text.key == key.fingerprint())
     }
 
     pub(super) fn close(&mut self, out: &mut Vec<Event>) {
@@ -186,7 +171,7 @@ impl Blocks {
             self.last_text_id = Some(id.clone());
             self.open = Open::Text(OpenText {
                 id,
-                key: key.to_owned_key(),
+                key: key.fingerprint(),
                 digest: TextDigest::default(),
             });
         }

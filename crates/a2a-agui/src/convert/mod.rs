@@ -37,8 +37,9 @@ use crate::event::{Event, RunResult, TextMetadata};
 use crate::ids::{IdSource, SequentialIds};
 use crate::read::{
     self, AcpEvent, AcpRunIds, ArtifactChunk, Block, ErrorReport, Item, MessageNote, MessageView,
-    Object, PartMeaning, Status, TaskState, TaskView,
+    Object, PartMeaning, Status, TaskView,
 };
+use crate::state::TaskState;
 
 /// How many artifacts, tool calls and message ids one run keeps track of.
 /// Past this, de-duplication degrades; output stays well-formed.

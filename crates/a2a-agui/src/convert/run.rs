@@ -2,9 +2,9 @@
 //! stream has shown so far, and the one terminal event.
 
 use crate::convert::Options;
-use crate::event::{Event, Id, Interrupt, InterruptReason, Outcome, RunResult, RunState};
+use crate::event::{Event, Id, Interrupt, InterruptReason, Outcome, RunResult};
 use crate::ids::{IdKind, IdSource};
-use crate::read::TaskState;
+use crate::state::{RunState, TaskState};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum Phase {

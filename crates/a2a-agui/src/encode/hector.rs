@@ -6,8 +6,8 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::custom::Custom;
-use crate::event::{Event, Id, RunState};
-use crate::read::TaskState;
+use crate::event::{Event, Id};
+use crate::state::{RunState, TaskState};
 
 /// Renders AG-UI events as the Hector seed's named events. Stateful: a
 /// Hector `tool_call_start` carries the whole input, which AG-UI spreads

@@ -11,16 +11,14 @@
 //!
 //! Each may come with or without a JSON-RPC envelope.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::codes::ErrorCode;
-
+use super::json::{Object, array, flag, metadata, object, text};
 use super::{
     ArtifactChunk, Description, Item, MessageView, Parts, Status, StatusView, TaskView, acp, hints,
 };
-
-/// A JSON object as read.
-pub(crate) type Object = Map<String, Value>;
+use crate::codes::ErrorCode;
+use crate::state::TaskState;
 
 /// Reads one stream item, whatever its dialect and envelope.
 pub(crate) fn read_item(value: &Value) -> Item<'_> {
@@ -264,42 +262,7 @@ pub(crate) fn read_message_object(obj: &Object) -> A2aMessage<'_> {
     }
 }
 
-/// The error an upstream body reports, in any envelope the readers know
-/// (JSON-RPC, `google.rpc.Status`, problem+json, Hector's), if any.
-pub fn error_report(body: &Value) -> Option<ErrorReport> {
-    match classify(body) {
-        Shape::Error(report) => Some(report),
-        _ => None,
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Field access
-
-pub(crate) fn text<'a>(obj: &'a Object, key: &str) -> Option<&'a str> {
-    obj.get(key).and_then(Value::as_str)
-}
-
-pub(crate) fn object<'a>(obj: &'a Object, key: &str) -> Option<&'a Object> {
-    obj.get(key).and_then(Value::as_object)
-}
-
-pub(crate) fn array<'a>(obj: &'a Object, key: &str) -> Option<&'a [Value]> {
-    obj.get(key).and_then(Value::as_array).map(Vec::as_slice)
-}
-
-/// Booleans as agents send them: `true`, `"true"`, `1`.
-pub(crate) fn flag(obj: &Object, key: &str) -> Option<bool> {
-    match obj.get(key)? {
-        Value::Bool(b) => Some(*b),
-        Value::String(s) if s.eq_ignore_ascii_case("true") => Some(true),
-        Value::String(s) if s.eq_ignore_ascii_case("false") => Some(false),
-        Value::Number(n) => n.as_f64().map(|f| f != 0.0),
-        _ => None,
-    }
-}
-
-/// A message's parts: `parts`, or `content` in 0.3 ProtoJSON.
+/// The parts of a message: `parts`, or `content` in 0.3 ProtoJSON.
 pub(crate) fn message_parts(msg: &Object) -> &[Value] {
     array(msg, "parts")
         .or_else(|| array(msg, "content"))
@@ -310,183 +273,12 @@ pub(crate) fn is_user_role(msg: &Object) -> bool {
     text(msg, "role").is_some_and(|r| r.eq_ignore_ascii_case("user") || r == "ROLE_USER")
 }
 
-/// Non-empty metadata object, if any.
-pub(crate) fn metadata(obj: &Object) -> Option<&Object> {
-    object(obj, "metadata").filter(|m| !m.is_empty())
-}
-
-// ---------------------------------------------------------------------------
-// Task states
-
-/// An A2A task state, whatever its spelling on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(missing_docs)] // A2A's own states
-pub enum TaskState {
-    Submitted,
-    Working,
-    InputRequired,
-    AuthRequired,
-    Completed,
-    Canceled,
-    Failed,
-    Rejected,
-    /// A state this crate does not know, or none.
-    Unknown,
-}
-
-impl serde::Serialize for TaskState {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-
-impl TaskState {
-    /// Reads `working`, `TASK_STATE_WORKING`, `input_required`,
-    /// `TASK_STATE_CANCELLED` and the other spellings alike.
-    pub fn parse(raw: &str) -> TaskState {
-        let lower = raw.to_ascii_lowercase();
-        let name = lower.strip_prefix("task_state_").unwrap_or(&lower);
-        match name.replace('_', "-").as_str() {
-            "submitted" => TaskState::Submitted,
-            "working" => TaskState::Working,
-            "input-required" => TaskState::InputRequired,
-            "auth-required" => TaskState::AuthRequired,
-            "completed" => TaskState::Completed,
-            "canceled" | "cancelled" => TaskState::Canceled,
-            "failed" => TaskState::Failed,
-            "rejected" => TaskState::Rejected,
-            _ => TaskState::Unknown,
-        }
-    }
-
-    /// The 0.3 JSON-RPC spelling, used in everything this crate writes.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskState::Submitted => "submitted",
-            TaskState::Working => "working",
-            TaskState::InputRequired => "input-required",
-            TaskState::AuthRequired => "auth-required",
-            TaskState::Completed => "completed",
-            TaskState::Canceled => "canceled",
-            TaskState::Failed => "failed",
-            TaskState::Rejected => "rejected",
-            TaskState::Unknown => "unknown",
-        }
-    }
-
-    /// True for every state in which the agent stops talking: final
-    /// states and the ones waiting for the user.
-    pub fn ends_turn(self) -> bool {
-        !matches!(
-            self,
-            TaskState::Submitted | TaskState::Working | TaskState::Unknown
-        )
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Parts
-
-/// The content of one part, whatever its dialect.
-#[derive(Debug, Clone)]
-pub enum PartBody<'a> {
-    /// Text.
-    Text(&'a str),
-    /// A file, by reference or inline.
-    File(FileRef<'a>),
-    /// Structured data (ProtoJSON's extra `data` level removed).
-    Data(&'a Value),
-    /// No content we recognise (an ACP trajectory part, an empty part).
-    Empty,
-}
-
-/// A file part's fields, in any dialect's spelling.
-#[derive(Debug, Clone, Default)]
-pub struct FileRef<'a> {
-    /// `uri`, `fileWithUri`, `url`.
-    pub uri: Option<&'a str>,
-    /// Base64 content: `bytes`, `fileWithBytes`, `raw`.
-    pub bytes: Option<&'a str>,
-    /// `mimeType`, `mediaType`.
-    pub media_type: Option<&'a str>,
-    /// `name`, `filename`.
-    pub name: Option<&'a str>,
-}
-
-/// What one part holds; a part that is not an object is [`PartBody::Empty`].
-pub fn part_body(part: &Value) -> PartBody<'_> {
-    part.as_object().map_or(PartBody::Empty, part_body_of)
-}
-
-pub(crate) fn part_body_of(part: &Object) -> PartBody<'_> {
-    let kind = text(part, "kind").or_else(|| text(part, "type"));
-    match kind {
-        Some("text") => return text(part, "text").map_or(PartBody::Empty, PartBody::Text),
-        Some("file") => {
-            return object(part, "file").map_or(PartBody::Empty, |f| PartBody::File(file_ref(f)));
-        }
-        Some("data") => return part.get("data").map_or(PartBody::Empty, PartBody::Data),
-        _ => {}
-    }
-    if let Some(t) = text(part, "text") {
-        return PartBody::Text(t);
-    }
-    if let Some(f) = object(part, "file") {
-        return PartBody::File(file_ref(f));
-    }
-    if part.contains_key("raw") || part.contains_key("url") {
-        return PartBody::File(FileRef {
-            uri: text(part, "url"),
-            bytes: text(part, "raw"),
-            media_type: text(part, "mediaType"),
-            name: text(part, "filename"),
-        });
-    }
-    if let Some(data) = part.get("data") {
-        return PartBody::Data(unwrap_proto_data(data));
-    }
-    if part.contains_key("content_type") || part.contains_key("content_url") {
-        return acp_part_body(part);
-    }
-    if let Some(t) = text(part, "content") {
-        return PartBody::Text(t);
-    }
-    PartBody::Empty
-}
-
-/// 0.3 ProtoJSON wraps a DataPart's struct once more: `{"data":{"data":{…}}}`.
-fn unwrap_proto_data(data: &Value) -> &Value {
-    match data.as_object() {
-        Some(obj) if obj.len() == 1 => obj.get("data").unwrap_or(data),
-        _ => data,
-    }
-}
-
-fn file_ref(file: &Object) -> FileRef<'_> {
-    FileRef {
-        uri: text(file, "uri")
-            .or_else(|| text(file, "fileWithUri"))
-            .or_else(|| text(file, "url")),
-        bytes: text(file, "bytes").or_else(|| text(file, "fileWithBytes")),
-        media_type: text(file, "mimeType").or_else(|| text(file, "mediaType")),
-        name: text(file, "name").or_else(|| text(file, "filename")),
-    }
-}
-
-/// ACP `MessagePart`: `content_type`, `content` (plain or base64), `content_url`.
-fn acp_part_body(part: &Object) -> PartBody<'_> {
-    let content_type = text(part, "content_type");
-    let is_text = content_type.is_none_or(|t| t.starts_with("text/"));
-    let base64 = text(part, "content_encoding") == Some("base64");
-    match (text(part, "content"), text(part, "content_url")) {
-        (Some(content), _) if is_text && !base64 => PartBody::Text(content),
-        (content, url) if content.is_some() || url.is_some() => PartBody::File(FileRef {
-            uri: url,
-            bytes: content,
-            media_type: content_type,
-            name: text(part, "name"),
-        }),
-        _ => PartBody::Empty,
+/// The error an upstream body reports, in any envelope the readers know
+/// (JSON-RPC, `google.rpc.Status`, problem+json, Hector's), if any.
+pub fn error_report(body: &Value) -> Option<ErrorReport> {
+    match classify(body) {
+        Shape::Error(report) => Some(report),
+        _ => None,
     }
 }
 

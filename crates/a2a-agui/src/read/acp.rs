@@ -3,10 +3,10 @@
 
 use serde_json::Value;
 
-use super::a2a::{Object, object, text};
-use super::{Parts, TaskState};
+use super::Parts;
+use super::json::{Object, object, text};
 use crate::codes::ErrorCode;
-use crate::event::RunState;
+use crate::state::{RunState, TaskState};
 
 /// True for the `type` values of ACP run events.
 pub(super) fn is_event(kind: &str) -> bool {

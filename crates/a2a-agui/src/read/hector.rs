@@ -7,8 +7,8 @@
 
 use serde_json::Value;
 
-use super::a2a::{flag, text};
-use super::hints::{tool_arguments, tool_result};
+use super::json::{flag, text};
+use super::tool::{tool_arguments, tool_result};
 use super::{Block, PartBody, Thinking, ToolCall, UNKNOWN_TOOL};
 
 /// The block a v2 data part stands for; `None` for any other data.

@@ -10,8 +10,10 @@
 
 use serde_json::Value;
 
-use super::a2a::{Object, flag, metadata, object, part_body_of, text};
-use super::{Block, PartBody, PartMeaning, Thinking, ToolCall, ToolResult, UNKNOWN_TOOL, hector};
+use super::json::{Object, flag, metadata, text};
+use super::part::part_body_of;
+use super::tool::{tool_arguments, tool_payload, tool_result};
+use super::{Block, PartBody, PartMeaning, Thinking, ToolCall, UNKNOWN_TOOL, hector};
 use crate::custom::{Citation, Trajectory};
 
 const AGENTSTACK_CITATION: [&str; 2] = [
@@ -243,46 +245,6 @@ fn tool_call<'a>(hints: &PartHints<'a>, body: &PartBody<'a>) -> ToolCall<'a> {
     }
 }
 
-/// A tool result from its hinted fields and its part's content: the
-/// payload's `content` (else the part's text), its `error`, and Hector's
-/// `is_error` flag.
-pub(super) fn tool_result<'a>(
-    id: Option<&'a str>,
-    name: Option<&'a str>,
-    is_error: bool,
-    is_final: Option<bool>,
-    body: &PartBody<'a>,
-) -> ToolResult<'a> {
-    let payload = match body {
-        PartBody::Data(data) => tool_payload(data),
-        _ => None,
-    };
-    let content = match payload.and_then(|p| p.get("content")) {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) | None => match body {
-            PartBody::Text(t) => (*t).to_owned(),
-            _ => String::new(),
-        },
-        Some(other) => other.to_string(),
-    };
-    let error = payload
-        .and_then(|p| text(p, "error"))
-        .filter(|e| !e.is_empty())
-        .map(str::to_owned);
-    let is_error = is_error || error.is_some();
-    let error = match (is_error, error) {
-        (true, None) => Some(content.clone()),
-        (_, error) => error,
-    };
-    ToolResult {
-        id: id.or_else(|| payload.and_then(|p| text(p, "tool_call_id"))),
-        name,
-        content,
-        error,
-        is_final: is_final.unwrap_or(true),
-    }
-}
-
 /// ACP trajectory metadata: a tool execution (`tool_name`, `tool_input`,
 /// `tool_output`) and/or a reasoning step (`message`).
 fn acp_trajectory<'a>(meta: &'a Object, f: &mut impl FnMut(PartMeaning, Block<'a>)) {
@@ -382,51 +344,6 @@ pub(crate) fn is_empty_value(value: &Value) -> bool {
         Value::Array(a) => a.is_empty(),
         Value::Object(o) => o.is_empty(),
         _ => false,
-    }
-}
-
-/// A tool call's payload, flat or nested once more under `data`.
-fn tool_payload(data: &Value) -> Option<&Object> {
-    let obj = data.as_object()?;
-    let looks_like_call = |o: &Object| {
-        [
-            "id",
-            "name",
-            "arguments",
-            "input",
-            "tool_call_id",
-            "content",
-        ]
-        .iter()
-        .any(|k| o.contains_key(*k))
-    };
-    if looks_like_call(obj) {
-        return Some(obj);
-    }
-    object(obj, "data").filter(|inner| looks_like_call(inner))
-}
-
-/// Tool input as Hector merges it: `input` (a JSON string or an object)
-/// overlaid with `arguments` (an object), `arguments` winning.
-pub(super) fn tool_arguments(payload: &Object) -> Value {
-    let from_input = match payload.get("input") {
-        Some(Value::String(s)) => serde_json::from_str::<Value>(s).ok(),
-        Some(v @ Value::Object(_)) => Some(v.clone()),
-        _ => None,
-    };
-    match (from_input, payload.get("arguments")) {
-        (Some(Value::Object(mut merged)), Some(Value::Object(args))) => {
-            for (k, v) in args {
-                merged.insert(k.clone(), v.clone());
-            }
-            Value::Object(merged)
-        }
-        (_, Some(Value::String(s))) => {
-            serde_json::from_str::<Value>(s).unwrap_or_else(|_| Value::from(s.as_str()))
-        }
-        (_, Some(args)) => args.clone(),
-        (Some(input), None) => input,
-        (None, None) => Value::Object(Object::new()),
     }
 }
 

@@ -16,18 +16,23 @@ mod acp;
 mod fast;
 mod hector;
 mod hints;
+mod json;
+mod part;
+mod tool;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-pub(crate) use a2a::Object;
 pub(crate) use a2a::artifact_view;
-pub use a2a::{A2aMessage, ErrorReport, FileRef, PartBody, TaskState, error_report, part_body};
+pub use a2a::{A2aMessage, ErrorReport, error_report};
 pub(crate) use acp::{AcpEvent, RunIds as AcpRunIds};
 pub(crate) use hints::is_empty_value;
 pub(crate) use hints::{MessageNote, message_notes, without_commands};
+pub(crate) use json::Object;
+pub use part::{FileRef, PartBody, part_body};
 
 use crate::custom::Citation;
+use crate::state::TaskState;
 
 /// One stream item, read.
 pub(crate) enum Item<'a> {
@@ -180,7 +185,7 @@ impl<'a> Parts<'a> {
         match self {
             Parts::Values(values) => {
                 for part in values.iter().filter_map(Value::as_object) {
-                    if let PartBody::Text(t) = a2a::part_body_of(part) {
+                    if let PartBody::Text(t) = part::part_body_of(part) {
                         count += 1;
                         f(t, hints::has_role(part));
                     }
