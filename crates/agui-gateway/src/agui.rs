@@ -14,31 +14,28 @@
 //!   `forwardedProps.a2a.extensions` activates A2A extensions.
 
 use std::sync::Arc;
-use std::time::Instant;
 
-use a2a_agui::{Event, Options};
+use a2a_agui::{ErrorCode, Event, Options};
 use axum::body::Bytes;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::Value;
 
-use crate::relay::{self, Run, random_u64};
-use crate::server::{
-    Accept, SharedState, error_response, forward_headers, output_dialect, stream_permit,
-};
-use crate::upstream::{Agent, OutgoingMessage, OutgoingPart, streaming_request};
+use crate::error::ApiError;
+use crate::outbound;
+use crate::relay::{self, Conversion};
+use crate::state::SharedState;
+use crate::upstream::{Agent, OutgoingMessage, OutgoingPart, random_u64};
 
 pub async fn run(
     state: SharedState,
     agent: Arc<Agent>,
     headers: HeaderMap,
     body: Bytes,
-) -> Response {
+) -> Result<Response, ApiError> {
     state.metrics.count_request("agui");
-    let input: Value = match serde_json::from_slice(&body) {
-        Ok(input) => input,
-        Err(err) => return invalid(format!("the body is not JSON: {err}")),
-    };
+    let input: Value = serde_json::from_slice(&body)
+        .map_err(|err| invalid(format!("the body is not JSON: {err}")))?;
     let text = |key: &str| {
         input
             .get(key)
@@ -46,30 +43,28 @@ pub async fn run(
             .filter(|s| !s.is_empty())
     };
     let (Some(thread_id), Some(run_id)) = (text("threadId"), text("runId")) else {
-        return invalid("a RunAgentInput needs string threadId and runId".to_owned());
+        return Err(invalid("a RunAgentInput needs string threadId and runId"));
     };
     let Some(messages) = input.get("messages").and_then(Value::as_array) else {
-        return invalid("a RunAgentInput needs a messages array".to_owned());
+        return Err(invalid("a RunAgentInput needs a messages array"));
     };
     let forwarded = input.pointer("/forwardedProps/a2a");
-    let mut message = match newest_user_message(messages) {
-        Some(Ok(message)) => message,
-        Some(Err(err)) => return invalid(err),
-        None => return invalid("no user message to send: the messages contain none".to_owned()),
-    };
+    let mut message = newest_user_message(messages)
+        .ok_or_else(|| invalid("no user message to send: the messages contain none"))?
+        .map_err(invalid)?;
     message.message_id = format!("{run_id}-user");
     message.context_id = Some(thread_id.to_owned());
     message.task_id = waiting_task(messages).or_else(|| state.waiting.get(thread_id));
     if let Some(metadata) = forwarded.and_then(|f| f.get("metadata")) {
-        match metadata.as_object() {
-            Some(metadata) => message.metadata = Some(metadata.clone()),
-            None => return invalid("forwardedProps.a2a.metadata must be an object".to_owned()),
-        }
+        let metadata = metadata
+            .as_object()
+            .ok_or_else(|| invalid("forwardedProps.a2a.metadata must be an object"))?;
+        message.metadata = Some(metadata.clone());
     }
     if let Some(extensions) = forwarded.and_then(|f| f.get("extensions")) {
-        let Some(list) = extensions.as_array() else {
-            return invalid("forwardedProps.a2a.extensions must be an array of URIs".to_owned());
-        };
+        let list = extensions
+            .as_array()
+            .ok_or_else(|| invalid("forwardedProps.a2a.extensions must be an array of URIs"))?;
         message.extensions = list
             .iter()
             .filter_map(Value::as_str)
@@ -77,94 +72,39 @@ pub async fn run(
             .collect();
     }
 
-    let permit = match stream_permit(&state) {
-        Ok(permit) => permit,
-        Err(response) => return *response,
-    };
-    let (url, version) = agent.endpoint().await;
-    let (request_body, needs_version) = streaming_request(
-        version,
-        &message,
-        &format!("agui-{run_id}-{:x}", random_u64()),
-    );
-    let mut request = forward_headers(
-        agent.stream_client.post(url),
-        &without_body_headers(&headers),
-        &agent,
-        Accept::Replace,
-    )
-    .header(header::ACCEPT, "text/event-stream, application/json")
-    .json(&request_body);
-    if needs_version {
-        request = request.header("A2A-Version", "1.0");
-    }
-    if !message.extensions.is_empty() {
-        let list = message.extensions.join(",");
-        request = request
-            .header("A2A-Extensions", &list)
-            .header("X-A2A-Extensions", &list);
-    }
     let thread = thread_id.to_owned();
-    let state_for_end = state.clone();
+    let waiting_state = state.clone();
     let on_end = move |event: &Event, task: Option<&str>| {
         // Remember a waiting task for clients that do not send the
         // message metadata back; forget it once the task moved on.
-        let waiting = match event {
-            Event::RunFinished {
-                result: Some(result),
-                ..
-            } => matches!(
-                result.get("state").and_then(Value::as_str),
-                Some("input-required" | "auth-required")
-            ),
-            _ => false,
-        };
-        state_for_end
+        let waiting = matches!(
+            event,
+            Event::RunFinished { result: Some(result), .. } if result.is_waiting()
+        );
+        waiting_state
             .waiting
             .set(&thread, if waiting { task } else { None });
     };
-    let query = None;
-    let run = Run {
-        agent: agent.clone(),
+    let conversion = Conversion {
         options: Options {
             thread_id: Some(thread_id.to_owned()),
             run_id: Some(run_id.to_owned()),
             interrupts: agent.config.interrupts,
         },
-        dialect: output_dialect(&agent, query),
-        keepalive: state.config.keepalive,
-        max_event_bytes: state.config.max_event_bytes,
-        shutdown: state.shutdown.clone(),
-        metrics: state.metrics.clone(),
+        // This endpoint has no query to choose from: the agent's format.
+        format: agent.config.format,
         on_end: Some(Box::new(on_end)),
-        permit,
     };
-    let started = Instant::now();
-    relay::relay(run, agent.send_stream(request).await, started).await
+    let rpc_id = format!("agui-{run_id}-{:x}", random_u64());
+    // The forwarded extensions are also the ones to activate.
+    let request = async {
+        Ok(outbound::build(&agent, &headers, &message, &rpc_id, &message.extensions).await)
+    };
+    relay::open(&state, agent.clone(), request, conversion).await
 }
 
-fn invalid(message: String) -> Response {
-    error_response(
-        StatusCode::BAD_REQUEST,
-        "client",
-        "INVALID_RUN_INPUT",
-        message,
-    )
-}
-
-/// The client's own headers minus those describing its body and what it
-/// accepts (the gateway sends a different body and accepts SSE).
-fn without_body_headers(headers: &HeaderMap) -> HeaderMap {
-    let mut headers = headers.clone();
-    for name in [
-        header::CONTENT_TYPE,
-        header::CONTENT_LENGTH,
-        header::ACCEPT,
-        header::ACCEPT_ENCODING,
-    ] {
-        headers.remove(name);
-    }
-    headers
+fn invalid(message: impl Into<String>) -> ApiError {
+    ApiError::bad_request(ErrorCode::InvalidRunInput, message)
 }
 
 /// The task a thread's last assistant message said is waiting for input.
@@ -255,125 +195,10 @@ fn content_part(part: &Value) -> Result<Option<OutgoingPart>, String> {
     }
 }
 
-/// An A2A message in any shape a client may send it: 0.3 JSON-RPC parts
-/// (`kind`), 1.0 flat parts, 0.3 ProtoJSON (`content`, `{"data":{"data":…}}`,
-/// `fileWithUri`), roles `user` or `ROLE_USER`, as in the Hector seed's
-/// `{"request": {"role": "user", "parts": [{"text": "Hello"}]}}`.
-pub fn message_from_a2a(message: &Value) -> Result<OutgoingMessage, String> {
-    let Some(obj) = message.as_object() else {
-        return Err("the message must be a JSON object".to_owned());
-    };
-    if let Some(role) = obj.get("role").and_then(Value::as_str)
-        && !(role.eq_ignore_ascii_case("user") || role == "ROLE_USER")
-    {
-        return Err(format!("the message role must be user, not {role:?}"));
-    }
-    let parts = obj
-        .get("parts")
-        .or_else(|| obj.get("content"))
-        .and_then(Value::as_array)
-        .ok_or("the message has no parts")?;
-    let mut out = Vec::new();
-    for part in parts {
-        out.push(a2a_part(part)?);
-    }
-    if out.is_empty() {
-        return Err("the message has no parts".to_owned());
-    }
-    let text = |key: &str| obj.get(key).and_then(Value::as_str).map(str::to_owned);
-    Ok(OutgoingMessage {
-        message_id: text("messageId").unwrap_or_else(|| format!("agui-gateway-{:x}", random_u64())),
-        parts: out,
-        context_id: text("contextId"),
-        task_id: text("taskId"),
-        metadata: obj.get("metadata").and_then(Value::as_object).cloned(),
-        extensions: obj
-            .get("extensions")
-            .and_then(Value::as_array)
-            .map(|l| {
-                l.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default(),
-    })
-}
-
-fn a2a_part(part: &Value) -> Result<OutgoingPart, String> {
-    let get = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
-    if let Some(text) = get(part, "text") {
-        return Ok(OutgoingPart::Text(text));
-    }
-    if let Some(file) = part.get("file").filter(|f| f.is_object()) {
-        let media_type = get(file, "mimeType").or_else(|| get(file, "mediaType"));
-        let name = get(file, "name");
-        if let Some(uri) = get(file, "uri").or_else(|| get(file, "fileWithUri")) {
-            return Ok(OutgoingPart::FileUri {
-                uri,
-                media_type,
-                name,
-            });
-        }
-        if let Some(bytes) = get(file, "bytes").or_else(|| get(file, "fileWithBytes")) {
-            return Ok(OutgoingPart::FileBytes {
-                bytes,
-                media_type,
-                name,
-            });
-        }
-        return Err("a file part has neither uri nor bytes".to_owned());
-    }
-    let media_type = get(part, "mediaType");
-    let name = get(part, "filename");
-    if let Some(uri) = get(part, "url") {
-        return Ok(OutgoingPart::FileUri {
-            uri,
-            media_type,
-            name,
-        });
-    }
-    if let Some(bytes) = get(part, "raw") {
-        return Ok(OutgoingPart::FileBytes {
-            bytes,
-            media_type,
-            name,
-        });
-    }
-    if let Some(data) = part.get("data") {
-        // 0.3 ProtoJSON wraps the struct once more.
-        let data = match data.as_object() {
-            Some(obj) if obj.len() == 1 && part.get("kind").is_none() => {
-                obj.get("data").unwrap_or(data)
-            }
-            _ => data,
-        };
-        return Ok(OutgoingPart::Data(data.clone()));
-    }
-    Err(format!("unsupported message part: {part}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn the_seed_body_reads_in_every_shape() {
-        for body in [
-            json!({ "role": "user", "parts": [{ "text": "Hello" }] }),
-            json!({ "role": "ROLE_USER", "content": [{ "text": "Hello" }] }),
-            json!({ "kind": "message", "role": "user", "parts": [{ "kind": "text", "text": "Hello" }] }),
-        ] {
-            let message = message_from_a2a(&body).unwrap();
-            assert!(matches!(&message.parts[..], [OutgoingPart::Text(t)] if t == "Hello"));
-        }
-        assert!(message_from_a2a(&json!({ "role": "agent", "parts": [{ "text": "x" }] })).is_err());
-        assert!(matches!(
-            a2a_part(&json!({ "data": { "data": { "k": 1 } } })).unwrap(),
-            OutgoingPart::Data(d) if d == json!({ "k": 1 })
-        ));
-    }
 
     #[test]
     fn a_waiting_task_is_found_in_the_history() {

@@ -2,13 +2,15 @@
 //! the gateway (so A2A clients and the a2a-tck keep talking through it), and
 //! the AG-UI capability is declared.
 
+use a2a_agui::ErrorCode;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use url::Url;
 
 use crate::config::Config;
-use crate::server::{AppState, error_response};
+use crate::error::ApiError;
+use crate::outbound;
 use crate::upstream::{Agent, base_url};
 
 /// The extension URI announcing AG-UI output (the one Hector declared).
@@ -49,50 +51,31 @@ pub fn public_base(config: &Config, headers: &HeaderMap) -> String {
     format!("{scheme}://{host}{prefix}")
 }
 
+/// The card at `path` (one of the well-known paths) for the agent mounted
+/// at `mount` on the gateway.
 pub async fn serve(
-    state: &AppState,
+    config: &Config,
     agent: &Agent,
     path: &str,
     mount: &str,
     headers: &HeaderMap,
-) -> Response {
-    let gateway_base = format!("{}{mount}", public_base(&state.config, headers));
+) -> Result<Response, ApiError> {
+    let gateway_base = format!("{}{mount}", public_base(config, headers));
     let upstream_base = base_url(&agent.config.upstream);
-    let fetched = match upstream_base.join(path.trim_start_matches('/')) {
-        Ok(url) => {
-            let mut request = agent.client.get(url);
-            for name in ["a2a-version", "authorization", "accept-language"] {
-                if let Some(value) = headers.get(name) {
-                    request = request.header(name, value);
-                }
-            }
-            for (name, value) in &agent.config.headers {
-                request = request.header(name, value);
-            }
-            request.send().await
-        }
-        Err(err) => {
-            return error_response(
-                StatusCode::BAD_REQUEST,
-                "client",
-                "INVALID_PATH",
-                err.to_string(),
-            );
-        }
-    };
+    let fetched = outbound::card(agent, path, headers)?.send().await;
     let (mut card, upstream_headers) = match fetched {
         Ok(response) if response.status().is_success() => {
             let headers = response.headers().clone();
             match response.json::<Value>().await {
                 Ok(card) if card.is_object() => (card, Some(headers)),
-                _ => return unavailable(agent, "the upstream card is not a JSON object"),
+                _ => return Err(unavailable(agent, "the upstream card is not a JSON object")),
             }
         }
         // The card may live at the origin rather than under the upstream's
         // path: fall back to the one card discovery found.
         Ok(_) | Err(_) => match agent.current_card().await {
             Some(info) => (info.card.clone(), None),
-            None => return unavailable(agent, "the upstream serves no agent card"),
+            None => return Err(unavailable(agent, "the upstream serves no agent card")),
         },
     };
     rewrite(&mut card, &upstream_base, &gateway_base);
@@ -125,14 +108,13 @@ pub async fn serve(
             }
         }
     }
-    response
+    Ok(response)
 }
 
-fn unavailable(agent: &Agent, message: &str) -> Response {
-    error_response(
+fn unavailable(agent: &Agent, message: &str) -> ApiError {
+    ApiError::new(
         StatusCode::BAD_GATEWAY,
-        "upstream",
-        "UPSTREAM_CARD_UNAVAILABLE",
+        ErrorCode::UpstreamCardUnavailable,
         format!("{message} (agent {:?})", agent.name()),
     )
 }

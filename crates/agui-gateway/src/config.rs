@@ -18,7 +18,7 @@
 //! [agents.assistant]
 //! upstream = "http://127.0.0.1:9999/"
 //! a2a_version = "auto"          # "0.3" or "1.0" to skip card detection
-//! output = "agui"               # or "hector"
+//! format = "agui"               # or "hector" (`output` is the older name)
 //! headers = { "X-API-KEY" = "secret" }
 //! connect_timeout_secs = 5
 //! idle_timeout_secs = 300
@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use a2a_agui::Dialect;
+use a2a_agui::OutputFormat;
 use serde::Deserialize;
 use toml::Spanned;
 use url::Url;
@@ -66,7 +66,8 @@ pub struct AgentConfig {
     pub name: String,
     pub upstream: Url,
     pub a2a_version: A2aVersion,
-    pub output: Dialect,
+    /// What converted streams are written in unless the request asks.
+    pub format: OutputFormat,
     pub headers: Vec<(String, String)>,
     pub connect_timeout: Duration,
     pub idle_timeout: Duration,
@@ -81,7 +82,7 @@ impl AgentConfig {
             name: name.into(),
             upstream,
             a2a_version: A2aVersion::Auto,
-            output: Dialect::Agui,
+            format: OutputFormat::Agui,
             headers: Vec::new(),
             connect_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(300),
@@ -116,7 +117,7 @@ impl Config {
             agents: vec![agent],
             keepalive: Duration::from_secs(15),
             shutdown_grace: Duration::from_secs(10),
-            max_event_bytes: a2a_agui::sse::DEFAULT_MAX_EVENT_BYTES,
+            max_event_bytes: a2a_agui::DEFAULT_MAX_EVENT_BYTES,
             max_request_bytes: 4 << 20,
             max_streams: DEFAULT_MAX_STREAMS,
             cors_origins: Vec::new(),
@@ -188,11 +189,23 @@ impl Config {
                     }
                 };
             }
-            if let Some(output) = &agent.output {
-                config.output = Dialect::parse(output.get_ref()).ok_or_else(|| {
+            let format = match (&agent.format, &agent.output) {
+                (Some(format), Some(output)) => {
+                    let later = format.span().start.max(output.span().start);
+                    return Err(at(
+                        later..later,
+                        format!("agents.{name}: format and output (its older name) are both given"),
+                    ));
+                }
+                (Some(format), None) => Some(("format", format)),
+                (None, Some(output)) => Some(("output", output)),
+                (None, None) => None,
+            };
+            if let Some((key, format)) = format {
+                config.format = OutputFormat::parse(format.get_ref()).ok_or_else(|| {
                     at(
-                        output.span(),
-                        format!("agents.{name}.output: expected agui or hector"),
+                        format.span(),
+                        format!("agents.{name}.{key}: expected agui or hector"),
                     )
                 })?;
             }
@@ -240,7 +253,7 @@ impl Config {
             max_event_bytes: file
                 .limits
                 .max_event_bytes
-                .unwrap_or(a2a_agui::sse::DEFAULT_MAX_EVENT_BYTES),
+                .unwrap_or(a2a_agui::DEFAULT_MAX_EVENT_BYTES),
             max_request_bytes: file.limits.max_request_bytes.unwrap_or(4 << 20),
             max_streams: file
                 .limits
@@ -296,6 +309,8 @@ struct Cors {
 struct FileAgent {
     upstream: Spanned<String>,
     a2a_version: Option<Spanned<String>>,
+    format: Option<Spanned<String>>,
+    /// The older name of `format`.
     output: Option<Spanned<String>>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
@@ -319,7 +334,7 @@ mod tests {
         .unwrap();
         assert_eq!(config.listen.port(), 9000);
         assert_eq!(config.default_agent.as_deref(), Some("a"));
-        assert_eq!(config.agents[0].output, Dialect::Hector);
+        assert_eq!(config.agents[0].format, OutputFormat::Hector);
         assert_eq!(
             config.agents[0].headers,
             vec![("X-API-KEY".to_owned(), "k".to_owned())]
@@ -351,5 +366,26 @@ mod tests {
         assert!(err.to_string().starts_with("gw.toml:3:"), "{err}");
         let err = Config::parse("gw.toml", "[agents.a]\nupstream = \"ftp://x/\"\n").unwrap_err();
         assert!(err.to_string().starts_with("gw.toml:2:"), "{err}");
+    }
+
+    #[test]
+    fn format_has_output_as_an_older_name() {
+        let agent = |lines: &str| format!("[agents.a]\nupstream = \"http://x/\"\n{lines}");
+        let parse = |lines: &str| Config::parse("gw.toml", &agent(lines));
+        for key in ["format", "output"] {
+            let config = parse(&format!("{key} = \"hector\"\n")).unwrap();
+            assert_eq!(config.agents[0].format, OutputFormat::Hector, "{key}");
+        }
+        assert_eq!(parse("").unwrap().agents[0].format, OutputFormat::Agui);
+        let err = parse("format = \"xml\"\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "gw.toml:3: agents.a.format: expected agui or hector"
+        );
+        let err = parse("format = \"agui\"\noutput = \"hector\"\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "gw.toml:4: agents.a: format and output (its older name) are both given"
+        );
     }
 }

@@ -5,9 +5,13 @@ mod agui;
 mod card;
 mod config;
 mod demo;
+mod error;
 mod metrics;
+mod negotiate;
+mod outbound;
 mod relay;
-mod server;
+mod routes;
+mod state;
 mod upstream;
 
 use std::io::{Read, Write};
@@ -16,15 +20,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_agui::{Dialect, Options, convert_recording};
+use a2a_agui::{Options, OutputFormat, convert_recording};
 use anyhow::{Context, bail};
 use axum::serve::{Listener, ListenerExt};
 use clap::{Args, Parser, Subcommand};
 use url::Url;
 
 use crate::config::{AgentConfig, Config};
-use crate::relay::Shutdown;
-use crate::server::AppState;
+use crate::state::{AppState, Shutdown};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -54,9 +57,10 @@ struct ServeArgs {
     /// A TOML file with several agents, limits and CORS (see README).
     #[arg(long, env = "AGUI_GATEWAY_CONFIG", conflicts_with = "upstream")]
     config: Option<PathBuf>,
-    /// Output dialect of the --upstream agent: agui or hector.
-    #[arg(long, env = "AGUI_GATEWAY_OUTPUT", default_value = "agui")]
-    output: String,
+    /// Output format of the --upstream agent: agui or hector [default: agui]
+    /// (`AGUI_GATEWAY_OUTPUT`, the older name, counts when this is unset).
+    #[arg(long, visible_alias = "output", env = "AGUI_GATEWAY_FORMAT")]
+    format: Option<String>,
     /// Seconds without an event before a `: ping` comment is sent.
     #[arg(long, env = "AGUI_GATEWAY_KEEPALIVE_SECS")]
     keepalive_secs: Option<u64>,
@@ -97,9 +101,9 @@ enum Command {
     /// Convert a recorded upstream A2A body (SSE capture, JSON Lines or one
     /// JSON document) into the AG-UI SSE body the gateway would send.
     Convert {
-        /// Output dialect: `agui` (official AG-UI) or `hector` (the seed's named events).
-        #[arg(long, default_value = "agui")]
-        dialect: String,
+        /// Output format: `agui` (official AG-UI) or `hector` (the seed's named events).
+        #[arg(long, visible_alias = "dialect", default_value = "agui")]
+        format: String,
         /// RUN_STARTED.threadId (default: the first item's contextId).
         #[arg(long)]
         thread_id: Option<String>,
@@ -120,12 +124,12 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Convert {
-            dialect,
+            format,
             thread_id,
             run_id,
             interrupts,
             file,
-        }) => convert(&dialect, thread_id, run_id, interrupts, file.as_deref()),
+        }) => convert(&format, thread_id, run_id, interrupts, file.as_deref()),
         Some(Command::CheckConfig { file }) => {
             let path = file.display().to_string();
             let config = Config::load(&path)?;
@@ -169,11 +173,16 @@ fn serve_config(args: ServeArgs) -> anyhow::Result<Config> {
     let mut config = match (&args.config, &args.upstream) {
         (Some(path), _) => Config::load(&path.display().to_string())?,
         (None, Some(upstream)) => {
-            let Some(output) = Dialect::parse(&args.output) else {
-                bail!("--output {:?}: expected agui or hector", args.output);
+            let name = args
+                .format
+                .clone()
+                .or_else(|| std::env::var("AGUI_GATEWAY_OUTPUT").ok())
+                .unwrap_or_else(|| OutputFormat::Agui.as_str().to_owned());
+            let Some(format) = OutputFormat::parse(&name) else {
+                bail!("--format {name:?}: expected agui or hector");
             };
             let mut agent = AgentConfig::new(args.name.clone(), upstream.clone());
-            agent.output = output;
+            agent.format = format;
             agent.cancel_on_disconnect = args.cancel_on_disconnect;
             if let Some(secs) = args.idle_timeout_secs {
                 agent.idle_timeout = Duration::from_secs(secs);
@@ -236,7 +245,7 @@ async fn serve(config: Config, banner: Option<String>) -> anyhow::Result<()> {
     }
     let _ = std::io::stdout().flush();
     tokio::spawn(watch_signals(shutdown.clone(), grace));
-    let app = server::router(state);
+    let app = routes::router(state);
     let draining = shutdown.draining.clone();
     let server = axum::serve(listener, app)
         .with_graceful_shutdown(async move { draining.cancelled().await });
@@ -299,7 +308,7 @@ async fn demo(listen: SocketAddr, delay_ms: u64) -> anyhow::Result<()> {
         "demo A2A agent (0.3 JSON-RPC) on http://{agent_addr}/, fronted as agent \"assistant\"\n\
          try:\n  \
          curl -N -H 'Accept: application/x-agui-events' -X POST {base}/v1/agents/assistant/stream -d '{{\"request\": {{\"role\": \"user\", \"parts\": [{{\"text\": \"Hello\"}}]}}}}'\n  \
-         curl -N -X POST '{base}/v1/agents/assistant/stream?format=agui&dialect=hector' -d '{{\"request\": {{\"role\": \"user\", \"parts\": [{{\"text\": \"Hello\"}}]}}}}'\n  \
+         curl -N -X POST '{base}/v1/agents/assistant/stream?format=hector' -d '{{\"request\": {{\"role\": \"user\", \"parts\": [{{\"text\": \"Hello\"}}]}}}}'\n  \
          curl -N -X POST {base}/agui -H 'Content-Type: application/json' -d '{{\"threadId\": \"t1\", \"runId\": \"r1\", \"messages\": [{{\"id\": \"u1\", \"role\": \"user\", \"content\": \"Weather in Tokyo?\"}}]}}'\n  \
          curl -s {base}/.well-known/agent-card.json\n\
          stop with Ctrl-C"
@@ -308,14 +317,14 @@ async fn demo(listen: SocketAddr, delay_ms: u64) -> anyhow::Result<()> {
 }
 
 fn convert(
-    dialect: &str,
+    format: &str,
     thread_id: Option<String>,
     run_id: Option<String>,
     interrupts: bool,
     file: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
-    let Some(dialect) = Dialect::parse(dialect) else {
-        bail!("unknown dialect {dialect:?}: expected agui or hector");
+    let Some(format) = OutputFormat::parse(format) else {
+        bail!("unknown format {format:?}: expected agui or hector");
     };
     let input = read_input(file)?;
     let options = Options {
@@ -324,7 +333,7 @@ fn convert(
         interrupts,
     };
     let body =
-        convert_recording(&input, options, dialect).context("gateway failed to encode an event")?;
+        convert_recording(&input, options, format).context("gateway failed to encode an event")?;
     std::io::stdout().lock().write_all(&body)?;
     Ok(())
 }

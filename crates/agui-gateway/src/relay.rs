@@ -6,92 +6,75 @@
 //! client goes away, hyper drops the body, which drops the upstream response
 //! and so closes the upstream connection at once.
 
-use std::hash::{BuildHasher, Hasher};
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use a2a_agui::{Dialect, Event, IdKind, IdSource, Options, StreamConverter, StreamEnd};
+use a2a_agui::{
+    ErrorCode, Event, Options, OutputFormat, SequentialIds, StreamConverter, StreamEnd,
+};
 use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
+use tokio::sync::OwnedSemaphorePermit;
 
+use crate::error::ApiError;
 use crate::metrics::Metrics;
-use crate::upstream::{Agent, UpstreamError, cancel_request};
-
-/// Codes the gateway itself puts in `RUN_ERROR`.
-pub mod codes {
-    pub const CONNECT: &str = "UPSTREAM_UNREACHABLE";
-    pub const TIMEOUT: &str = "UPSTREAM_TIMEOUT";
-    pub const IDLE: &str = "UPSTREAM_IDLE_TIMEOUT";
-    pub const READ: &str = "UPSTREAM_READ_ERROR";
-    pub const HTTP: &str = "UPSTREAM_HTTP_ERROR";
-    pub const SHUTDOWN: &str = "GATEWAY_SHUTTING_DOWN";
-}
-
-/// Ids that never repeat across runs: a random prefix per run.
-pub struct RunIds {
-    prefix: String,
-    issued: u64,
-}
-
-static RUNS: AtomicU64 = AtomicU64::new(0);
-
-/// A random 64-bit value from the standard library's per-process keyed
-/// hasher (OS-seeded), mixed with a counter; no extra dependency needed.
-pub fn random_u64() -> u64 {
-    let mut hasher = std::hash::RandomState::new().build_hasher();
-    hasher.write_u64(RUNS.fetch_add(1, Ordering::Relaxed));
-    hasher.finish()
-}
-
-impl Default for RunIds {
-    fn default() -> Self {
-        RunIds {
-            prefix: format!("{:012x}", random_u64() >> 16),
-            issued: 0,
-        }
-    }
-}
-
-impl IdSource for RunIds {
-    fn next_id(&mut self, kind: IdKind) -> String {
-        self.issued += 1;
-        format!("{}-{}-{}", kind.label(), self.prefix, self.issued)
-    }
-}
-
-/// Shutdown signals shared by every stream: `draining` when SIGTERM came
-/// (new requests are refused, streams go on), `stop` when the grace period
-/// is over (streams end with RUN_ERROR).
-#[derive(Clone, Default)]
-pub struct Shutdown {
-    pub draining: CancellationToken,
-    pub stop: CancellationToken,
-}
+use crate::outbound;
+use crate::state::{AppState, Shutdown};
+use crate::upstream::{Agent, UpstreamError, random_u64};
 
 /// Called once with the terminal event and the run's A2A task id.
 pub type OnEnd = Box<dyn FnOnce(&Event, Option<&str>) + Send>;
 
-/// Everything one relayed run needs besides the upstream response.
-pub struct Run {
-    pub agent: Arc<Agent>,
+/// What a converted stream makes of the upstream's answer.
+pub struct Conversion {
     pub options: Options,
-    pub dialect: Dialect,
-    pub keepalive: Duration,
-    pub max_event_bytes: usize,
-    pub shutdown: Shutdown,
-    pub metrics: Arc<Metrics>,
+    pub format: OutputFormat,
     /// Called with the terminal event (and the task id) when the run ends.
     pub on_end: Option<OnEnd>,
+}
+
+/// Opens a converted stream: takes a place under `max_streams`, then builds
+/// the upstream call (so a busy gateway answers 503 before looking up the
+/// agent's card), sends it and relays the answer.
+pub async fn open(
+    state: &AppState,
+    agent: Arc<Agent>,
+    request: impl Future<Output = Result<reqwest::RequestBuilder, ApiError>>,
+    conversion: Conversion,
+) -> Result<Response, ApiError> {
+    let permit = state.stream_permit()?;
+    let request = request.await?;
+    let started = Instant::now();
+    let upstream = agent.send_stream(request).await;
+    let run = Run {
+        agent,
+        conversion,
+        keepalive: state.config.keepalive,
+        max_event_bytes: state.config.max_event_bytes,
+        shutdown: state.shutdown.clone(),
+        metrics: state.metrics.clone(),
+        permit,
+    };
+    Ok(relay(run, upstream, started))
+}
+
+/// Everything one relayed run needs besides the upstream response.
+struct Run {
+    agent: Arc<Agent>,
+    conversion: Conversion,
+    keepalive: Duration,
+    max_event_bytes: usize,
+    shutdown: Shutdown,
+    metrics: Arc<Metrics>,
     /// This stream's place under `max_streams`, released when it ends.
     #[expect(dead_code, reason = "held for its Drop, which frees the place")]
-    pub permit: tokio::sync::OwnedSemaphorePermit,
+    permit: OwnedSemaphorePermit,
 }
 
 type UpstreamBody = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
@@ -114,7 +97,7 @@ struct RelayState {
     /// touch the timer wheel.
     timer: Pin<Box<tokio::time::Sleep>>,
     run: Run,
-    stream: StreamConverter<RunIds>,
+    stream: StreamConverter<SequentialIds>,
     source: Source,
     upstream_status: StatusCode,
     idle_timeout: Duration,
@@ -143,7 +126,7 @@ impl RelayState {
                         .metrics
                         .count_error(code.as_deref().unwrap_or("unknown"));
                 }
-                if let Some(on_end) = self.run.on_end.take() {
+                if let Some(on_end) = self.run.conversion.on_end.take() {
                     on_end(event, self.stream.converter().task_id());
                 }
             }
@@ -163,11 +146,8 @@ impl RelayState {
         self.took(out)
     }
 
-    fn fail(&mut self, code: &str, message: String) -> Bytes {
-        self.finish(StreamEnd::Failed {
-            code: code.to_owned(),
-            message,
-        })
+    fn fail(&mut self, code: ErrorCode, message: String) -> Bytes {
+        self.finish(StreamEnd::Failed { code, message })
     }
 
     /// The next piece of the response body, or `None` at its end.
@@ -183,7 +163,7 @@ impl RelayState {
             tokio::select! {
                 biased;
                 _ = self.stop.as_mut() => {
-                    return Some(self.fail(codes::SHUTDOWN, "the gateway is shutting down".to_owned()));
+                    return Some(self.fail(ErrorCode::GatewayShuttingDown, "the gateway is shutting down".to_owned()));
                 }
                 chunk = source.next() => {
                     self.last_upstream = Instant::now();
@@ -194,7 +174,7 @@ impl RelayState {
                             }
                         }
                         Some(Err(err)) => {
-                            let code = if err.is_timeout() { codes::IDLE } else { codes::READ };
+                            let code = if err.is_timeout() { ErrorCode::UpstreamIdleTimeout } else { ErrorCode::UpstreamReadError };
                             return Some(self.fail(code, format!("reading the upstream response failed: {err}")));
                         }
                         None => return Some(self.end_of_body()),
@@ -205,7 +185,7 @@ impl RelayState {
                     let (keepalive_at, idle_at) = self.deadlines();
                     if now >= idle_at {
                         let secs = self.idle_timeout.as_secs();
-                        return Some(self.fail(codes::IDLE, format!("the upstream sent nothing for {secs} s")));
+                        return Some(self.fail(ErrorCode::UpstreamIdleTimeout, format!("the upstream sent nothing for {secs} s")));
                     }
                     if now >= keepalive_at {
                         self.last_output = now;
@@ -243,7 +223,7 @@ impl RelayState {
                 if buffer.len() + bytes.len() > self.run.max_event_bytes {
                     let limit = self.run.max_event_bytes;
                     return Some(self.fail(
-                        a2a_agui::pipeline::EVENT_TOO_LARGE,
+                        ErrorCode::UpstreamEventTooLarge,
                         format!("the upstream response body exceeded the {limit}-byte limit"),
                     ));
                 }
@@ -282,11 +262,11 @@ impl RelayState {
         let status = self.upstream_status;
         let parsed = serde_json::from_slice::<Value>(body).ok();
         if let Some(report) = parsed.as_ref().and_then(a2a_agui::error_report) {
-            return self.fail(&report.code, report.message);
+            return self.finish(StreamEnd::AgentError(report));
         }
         let excerpt: String = String::from_utf8_lossy(body).chars().take(300).collect();
         self.fail(
-            codes::HTTP,
+            ErrorCode::UpstreamHttpError,
             format!("upstream answered HTTP {status}: {excerpt}"),
         )
     }
@@ -297,7 +277,9 @@ impl Drop for RelayState {
         if self.finished {
             return;
         }
-        self.run.metrics.count_error("CLIENT_DISCONNECTED");
+        self.run
+            .metrics
+            .count_error(ErrorCode::ClientDisconnected.as_str());
         let task = self.stream.converter().task_id().map(str::to_owned);
         if let (true, Some(task)) = (self.run.agent.config.cancel_on_disconnect, task) {
             let agent = self.run.agent.clone();
@@ -310,16 +292,7 @@ impl Drop for RelayState {
 
 /// Tells the upstream to cancel a task whose client went away.
 async fn send_cancel(agent: &Agent, task: &str) {
-    let (url, version) = agent.endpoint().await;
-    let (body, needs_version) = cancel_request(version, task, &format!("cancel-{task}"));
-    let mut request = agent.client.post(url).json(&body);
-    if needs_version {
-        request = request.header("A2A-Version", "1.0");
-    }
-    for (name, value) in &agent.config.headers {
-        request = request.header(name, value);
-    }
-    match request.send().await {
+    match outbound::cancel(agent, task).await.send().await {
         Ok(response) => {
             tracing::info!(agent = agent.name(), task, status = %response.status(), "sent A2A cancel after client disconnect")
         }
@@ -330,16 +303,17 @@ async fn send_cancel(agent: &Agent, task: &str) {
 /// Relays `upstream` (the result of sending the request) as AG-UI SSE.
 /// Upstream failures become a RUN_ERROR inside a 200 stream, which every
 /// AG-UI client reports as a failed run rather than a transport error.
-pub async fn relay(
+fn relay(
     run: Run,
     upstream: Result<reqwest::Response, UpstreamError>,
     started: Instant,
 ) -> Response {
     let metrics = run.metrics.clone();
     let stream = StreamConverter::new(
-        run.options.clone(),
-        RunIds::default(),
-        run.dialect,
+        run.conversion.options.clone(),
+        // A random tag per run: ids never repeat across the runs of a thread.
+        SequentialIds::tagged(format!("{:012x}", random_u64() >> 16)),
+        run.conversion.format,
         run.max_event_bytes,
     );
     let idle_timeout = run.agent.config.idle_timeout;
@@ -376,10 +350,10 @@ pub async fn relay(
         }
         Err(err) => {
             let code = match &err {
-                UpstreamError::Request(err) if err.is_connect() => codes::CONNECT,
-                UpstreamError::Request(err) if err.is_timeout() => codes::TIMEOUT,
-                UpstreamError::Request(_) => codes::READ,
-                UpstreamError::NoResponse(_) => codes::TIMEOUT,
+                UpstreamError::Request(err) if err.is_connect() => ErrorCode::UpstreamUnreachable,
+                UpstreamError::Request(err) if err.is_timeout() => ErrorCode::UpstreamTimeout,
+                UpstreamError::Request(_) => ErrorCode::UpstreamReadError,
+                UpstreamError::NoResponse(_) => ErrorCode::UpstreamTimeout,
             };
             Some(state.fail(
                 code,

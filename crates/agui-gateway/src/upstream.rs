@@ -1,6 +1,9 @@
-//! One upstream A2A agent: its HTTP client, what its card says, and the
-//! requests the gateway builds for it.
+//! One upstream A2A agent: its HTTP clients, what its card says, and the
+//! JSON-RPC bodies of the calls the gateway writes itself (how those calls
+//! are sent is `outbound`'s business).
 
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -85,6 +88,19 @@ impl Agent {
         &self.config.name
     }
 
+    /// Adds the headers configured for this agent (an API key, say): every
+    /// call to the agent, card discovery included, gets them from here,
+    /// after any headers taken from the client.
+    pub fn with_configured_headers(
+        &self,
+        mut request: reqwest::RequestBuilder,
+    ) -> reqwest::RequestBuilder {
+        for (name, value) in &self.config.headers {
+            request = request.header(name, value);
+        }
+        request
+    }
+
     pub fn card(&self) -> Option<Arc<CardInfo>> {
         self.card.read().ok().and_then(|c| c.clone())
     }
@@ -103,10 +119,7 @@ impl Agent {
         let mut tried = Vec::new();
         for url in self.card_urls() {
             tried.push(url.to_string());
-            let mut request = self.client.get(url.clone());
-            for (name, value) in &self.config.headers {
-                request = request.header(name, value);
-            }
+            let request = self.with_configured_headers(self.client.get(url.clone()));
             let response = request.send().await?;
             if !response.status().is_success() {
                 continue;
@@ -182,6 +195,17 @@ impl Agent {
             }
         });
     }
+}
+
+static DRAWS: AtomicU64 = AtomicU64::new(0);
+
+/// A random 64-bit value for ids that must not collide across runs (JSON-RPC
+/// ids, message ids, minted AG-UI ids): the standard library's per-process
+/// keyed hasher (OS-seeded) over a counter, so no extra dependency.
+pub fn random_u64() -> u64 {
+    let mut hasher = std::hash::RandomState::new().build_hasher();
+    hasher.write_u64(DRAWS.fetch_add(1, Ordering::Relaxed));
+    hasher.finish()
 }
 
 /// The upstream URL as a base for joining relative paths (ends in `/`).

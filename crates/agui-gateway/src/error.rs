@@ -1,0 +1,51 @@
+//! The JSON error a request gets when it fails before any stream starts.
+//! Once a converted stream is open, failures travel as `RUN_ERROR` events
+//! instead (see `relay`): AG-UI clients report those as a failed run.
+
+use a2a_agui::ErrorCode;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// `{"error": {"code", "message", "side"}}` with an HTTP status. The side
+/// comes from the code, so a code can never be reported on the wrong side.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn bad_request(code: ErrorCode, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    pub fn not_found(code: ErrorCode, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, code, message)
+    }
+
+    /// The gateway refuses new work (busy, draining); a retry may succeed.
+    pub fn unavailable(code: ErrorCode, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({ "error": {
+            "code": self.code.as_str(),
+            "message": self.message,
+            "side": self.code.side().as_str(),
+        } });
+        (self.status, axum::Json(body)).into_response()
+    }
+}
