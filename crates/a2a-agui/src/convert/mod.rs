@@ -37,7 +37,7 @@ use crate::event::{Event, RunResult, TextMetadata};
 use crate::ids::{IdSource, SequentialIds};
 use crate::read::{
     self, AcpEvent, AcpRunIds, ArtifactChunk, Block, ErrorReport, Item, MessageNote, MessageView,
-    Object, PartMeaning, Status, TaskView,
+    Object, PartMeaning, Status, StatusView,
 };
 use crate::state::TaskState;
 
@@ -323,7 +323,7 @@ impl<I: IdSource> Converter<I> {
 
     // -- tasks and statuses -------------------------------------------------------
 
-    fn on_task(&mut self, task: TaskView<'_>, out: &mut Vec<Event>) {
+    fn on_task(&mut self, task: StatusView<'_>, out: &mut Vec<Event>) {
         self.run.saw_task = true;
         self.snapshot_artifacts(task.artifacts, out);
         let state = task.status.state;

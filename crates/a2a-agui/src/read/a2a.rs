@@ -14,23 +14,20 @@
 use serde_json::Value;
 
 use super::json::{Object, array, flag, metadata, object, text};
-use super::{
-    ArtifactChunk, Description, Item, MessageView, Parts, Status, StatusView, TaskView, acp, hints,
-};
+use super::{ArtifactChunk, Description, Item, MessageView, Parts, Status, StatusView, acp, hints};
 use crate::codes::ErrorCode;
 use crate::state::TaskState;
 
 /// Reads one stream item, whatever its dialect and envelope.
 pub(crate) fn read_item(value: &Value) -> Item<'_> {
     match classify(value) {
-        Shape::Task(task) => Item::Task(task_view(task)),
-        Shape::Message(message) => Item::Message(message_view(message)),
-        Shape::StatusUpdate(update) => Item::Status(StatusView {
-            context_id: text(update, "contextId"),
-            task_id: text(update, "taskId"),
-            status: status_of(update),
-            metadata: metadata(update),
+        Shape::Task(task) => Item::Task(StatusView {
+            task_id: text(task, "id"),
+            artifacts: array(task, "artifacts").unwrap_or(&[]),
+            ..status_view(task)
         }),
+        Shape::Message(message) => Item::Message(message_view(message)),
+        Shape::StatusUpdate(update) => Item::Status(status_view(update)),
         Shape::ArtifactUpdate(update) => match artifact_chunk(update) {
             Some(chunk) => Item::Artifact(chunk),
             None => Item::ArtifactWithoutBody(value),
@@ -135,13 +132,13 @@ fn is_problem_json(obj: &Object) -> bool {
     obj.contains_key("title") && obj.get("status").is_some_and(Value::is_number)
 }
 
-fn task_view(task: &Object) -> TaskView<'_> {
-    TaskView {
-        context_id: text(task, "contextId"),
-        task_id: text(task, "id"),
-        status: status_of(task),
-        artifacts: array(task, "artifacts").unwrap_or(&[]),
-        metadata: metadata(task),
+fn status_view(owner: &Object) -> StatusView<'_> {
+    StatusView {
+        context_id: text(owner, "contextId"),
+        task_id: text(owner, "taskId"),
+        status: status_of(owner),
+        artifacts: &[],
+        metadata: metadata(owner),
     }
 }
 

@@ -37,7 +37,7 @@ use crate::state::TaskState;
 /// One stream item, read.
 pub(crate) enum Item<'a> {
     /// A Task snapshot.
-    Task(TaskView<'a>),
+    Task(StatusView<'a>),
     /// A message stream item.
     Message(MessageView<'a>),
     /// A status-update event.
@@ -61,9 +61,8 @@ impl Item<'_> {
     /// (contextId, taskId) of the item, for the run's ids.
     pub(crate) fn ids(&self) -> (Option<&str>, Option<&str>) {
         match self {
-            Item::Task(t) => (t.context_id, t.task_id),
+            Item::Task(s) | Item::Status(s) => (s.context_id, s.task_id),
             Item::Message(m) => (m.context_id, m.task_id),
-            Item::Status(s) => (s.context_id, s.task_id),
             Item::Artifact(a) => (a.context_id, a.task_id),
             Item::Acp { run, .. } => (run.session_id, run.run_id),
             Item::ArtifactWithoutBody(_) | Item::Error(_) | Item::Unknown(_) => (None, None),
@@ -78,18 +77,13 @@ pub(crate) struct Status<'a> {
     pub timestamp: Option<&'a Value>,
 }
 
-pub(crate) struct TaskView<'a> {
-    pub context_id: Option<&'a str>,
-    pub task_id: Option<&'a str>,
-    pub status: Status<'a>,
-    pub artifacts: &'a [Value],
-    pub metadata: Option<&'a Object>,
-}
-
+/// A Task snapshot or a status-update event.
 pub(crate) struct StatusView<'a> {
     pub context_id: Option<&'a str>,
     pub task_id: Option<&'a str>,
     pub status: Status<'a>,
+    /// The snapshot's artifacts (none on an update).
+    pub artifacts: &'a [Value],
     pub metadata: Option<&'a Object>,
 }
 
