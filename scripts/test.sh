@@ -30,6 +30,7 @@ step "install: AG-UI clients and validator" tests/conformance/setup.sh
 step "install: real A2A agents" bash tests/agents/setup.sh
 step "cargo fmt --check" cargo fmt --all -- --check
 step "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
+step "module graphs have no cycle" python3 scripts/module_graph.py --quiet
 step "cargo build (binaries, benches)" cargo build --workspace --all-targets --locked
 # The conformance matrix runs alone: its node clients would otherwise share
 # the two cores with the behavioural tests that watch event timing.

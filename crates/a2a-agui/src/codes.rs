@@ -134,4 +134,13 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn the_readme_lists_every_code_with_its_side() {
+        let readme = include_str!("../../../README.md");
+        for code in ErrorCode::ALL {
+            let row = format!("| `{}` | {} |", code.as_str(), code.side().as_str());
+            assert!(readme.contains(&row), "README has no row {row}");
+        }
+    }
 }

@@ -308,13 +308,12 @@ async fn passthrough(
     )?;
     let started = Instant::now();
     let upstream = request.send().await.map_err(|err| {
-        let code = ErrorCode::UpstreamUnreachable;
-        state.metrics.count_error(code.as_str());
-        let status = if err.is_timeout() {
-            StatusCode::GATEWAY_TIMEOUT
+        let (status, code) = if err.is_timeout() {
+            (StatusCode::GATEWAY_TIMEOUT, ErrorCode::UpstreamTimeout)
         } else {
-            StatusCode::BAD_GATEWAY
+            (StatusCode::BAD_GATEWAY, ErrorCode::UpstreamUnreachable)
         };
+        state.metrics.count_error(code.as_str());
         ApiError::new(
             status,
             code,
