@@ -9,7 +9,7 @@ use crate::convert::{Converter, Options, StreamEnd};
 use crate::encode::{Encoder, OutputFormat};
 use crate::event::Event;
 use crate::ids::{IdSource, SequentialIds};
-use crate::sse::{DEFAULT_MAX_EVENT_BYTES, SseParser};
+use crate::sse::{DEFAULT_MAX_EVENT_BYTES, SseError, SseParser};
 
 /// One upstream body converted as it arrives: SSE parser, [`Converter`]
 /// and encoder.
@@ -60,15 +60,7 @@ impl<I: IdSource> StreamConverter<I> {
         let parsed = self
             .parser
             .feed(chunk, |e| converter.push_sse(e.name, e.data, events));
-        if let Err(err) = parsed {
-            self.converter.finish(
-                StreamEnd::Failed {
-                    code: ErrorCode::UpstreamEventTooLarge,
-                    message: err.to_string(),
-                },
-                &mut self.events,
-            );
-        }
+        self.fail_on_oversized(parsed);
         self.encode(now_ms, out)
     }
 
@@ -111,21 +103,24 @@ impl<I: IdSource> StreamConverter<I> {
         if end == StreamEnd::Eof {
             let converter = &mut self.converter;
             let events = &mut self.events;
-            if let Err(err) = self
+            let parsed = self
                 .parser
-                .finish(|e| converter.push_sse(e.name, e.data, events))
-            {
-                self.converter.finish(
-                    StreamEnd::Failed {
-                        code: ErrorCode::UpstreamEventTooLarge,
-                        message: err.to_string(),
-                    },
-                    &mut self.events,
-                );
-            }
+                .finish(|e| converter.push_sse(e.name, e.data, events));
+            self.fail_on_oversized(parsed);
         }
         self.converter.finish(end, &mut self.events);
         self.encode(now_ms, out)
+    }
+
+    /// An event over the parser's limit ends the run.
+    fn fail_on_oversized(&mut self, parsed: Result<(), SseError>) {
+        if let Err(err) = parsed {
+            let end = StreamEnd::Failed {
+                code: ErrorCode::UpstreamEventTooLarge,
+                message: err.to_string(),
+            };
+            self.converter.finish(end, &mut self.events);
+        }
     }
 
     fn encode(&mut self, now_ms: Option<u64>, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {

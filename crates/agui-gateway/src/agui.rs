@@ -15,7 +15,7 @@
 
 use std::sync::Arc;
 
-use a2a_agui::{ErrorCode, Event, Options};
+use a2a_agui::{ErrorCode, Event, Options, TaskState};
 use axum::body::Bytes;
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -113,10 +113,8 @@ fn waiting_task(messages: &[Value]) -> Option<String> {
     let before = &messages[..last_user];
     let assistant = before.iter().rev().find(|m| m["role"] == "assistant")?;
     let a2a = assistant.pointer("/metadata/a2a")?;
-    let waiting = matches!(
-        a2a["state"].as_str(),
-        Some("input-required" | "auth-required")
-    );
+    let state = a2a["state"].as_str().map_or(TaskState::Unknown, TaskState::parse);
+    let waiting = matches!(state, TaskState::InputRequired | TaskState::AuthRequired);
     waiting
         .then(|| a2a["taskId"].as_str().map(str::to_owned))
         .flatten()

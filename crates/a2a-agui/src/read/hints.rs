@@ -351,12 +351,7 @@ pub(crate) fn is_empty_value(value: &Value) -> bool {
 /// Agent Stack extension; fields that are absent or null are left out (of
 /// two spellings, the camelCase one wins).
 fn citation(source: &Object) -> Citation {
-    let field = |keys: &[&str]| {
-        keys.iter()
-            .rev()
-            .find_map(|k| source.get(*k).filter(|v| !v.is_null()))
-            .cloned()
-    };
+    let field = |keys: &[&str]| either_spelling(source, keys);
     Citation {
         url: field(&["url"]),
         title: field(&["title"]),
@@ -369,17 +364,20 @@ fn citation(source: &Object) -> Citation {
 
 /// Agent Stack trajectory `{title, content, group_id}` in AG-UI's casing.
 fn trajectory(source: &Object) -> Trajectory {
-    let field = |keys: &[&str]| {
-        keys.iter()
-            .rev()
-            .find_map(|k| source.get(*k).filter(|v| !v.is_null()))
-            .cloned()
-    };
+    let field = |keys: &[&str]| either_spelling(source, keys);
     Trajectory {
         title: field(&["title"]),
         content: field(&["content"]),
         group_id: field(&["group_id", "groupId"]),
     }
+}
+
+/// The first non-null value among `keys`, the last spelling winning.
+fn either_spelling(source: &Object, keys: &[&str]) -> Option<Value> {
+    keys.iter()
+        .rev()
+        .find_map(|k| source.get(*k).filter(|v| !v.is_null()))
+        .cloned()
 }
 
 /// The entries of an Agent Stack citation value: `{"citations":[…]}`, or

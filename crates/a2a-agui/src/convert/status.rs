@@ -1,0 +1,174 @@
+//! Tasks, statuses and messages: where the task stands, what the agent
+//! says along the way, and the closing message that may repeat it.
+
+use serde_json::Value;
+
+use super::block::KeyRef;
+use super::repeat::Repeat;
+use super::{Converter, MAX_TRACKED, raw};
+use crate::codes::ErrorCode;
+use crate::custom::{Citation, Custom, MessageMetadata, StatusNotice};
+use crate::event::{Event, TextMetadata};
+use crate::ids::IdSource;
+use crate::read::{self, MessageNote, MessageView, Object, Status, StatusView};
+use crate::state::TaskState;
+
+/// Where a message came from; decides its text key and de-duplication.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Origin {
+    /// A `message` stream item.
+    Stream,
+    /// `status.message` of a working / submitted status.
+    Status,
+    /// `status.message` of a status that ends the turn.
+    Closing,
+}
+
+impl<I: IdSource> Converter<I> {
+    pub(super) fn on_task(&mut self, task: StatusView<'_>, out: &mut Vec<Event>) {
+        self.run.saw_task = true;
+        self.snapshot_artifacts(task.artifacts, out);
+        let state = task.status.state;
+        let waiting = matches!(state, TaskState::InputRequired | TaskState::AuthRequired);
+        if waiting && self.run.items_seen == 1 {
+            // A continuation (or a resubscription) opens with the task as it
+            // was before this turn: still waiting, its question already
+            // shown. The turn's own events follow; if none do, the end of
+            // input finishes the run in this state.
+            self.status_notice(&task.status, task.metadata, out);
+            self.run.last_state = Some(state);
+            return;
+        }
+        self.on_status(task.status, task.metadata, out);
+    }
+
+    pub(super) fn on_status(
+        &mut self,
+        status: Status<'_>,
+        metadata: Option<&Object>,
+        out: &mut Vec<Event>,
+    ) {
+        let state = status.state;
+        match state {
+            TaskState::Failed | TaskState::Rejected => {
+                let (code, fallback) = if state == TaskState::Failed {
+                    (
+                        ErrorCode::TaskFailed,
+                        "the agent reported the task as failed",
+                    )
+                } else {
+                    (ErrorCode::TaskRejected, "the agent rejected the task")
+                };
+                let text = status.message.as_ref().map(MessageView::text);
+                let text = text
+                    .filter(|t| !t.is_empty())
+                    .unwrap_or_else(|| fallback.to_owned());
+                self.fail_run(code.as_str(), text, out);
+            }
+            state if state.ends_turn() => {
+                let question = match &status.message {
+                    Some(message) if self.options.interrupts => Some(message.text()),
+                    _ => None,
+                };
+                if let Some(message) = status.message {
+                    self.on_message(message, Origin::Closing, out);
+                }
+                let outcome = self.run.interrupt_outcome(&self.options, state, question);
+                let result = self.run.task_result(state);
+                if result.is_waiting() {
+                    self.blocks.closing_metadata = Some(TextMetadata {
+                        a2a: result.clone(),
+                    });
+                }
+                self.finish_run(Some(result), outcome, out);
+            }
+            state => {
+                if self.run.last_state != Some(state) || metadata.is_some() {
+                    self.status_notice(&status, metadata, out);
+                }
+                self.run.last_state = Some(state);
+                if let Some(message) = status.message {
+                    self.on_message(message, Origin::Status, out);
+                }
+            }
+        }
+    }
+
+    fn status_notice(
+        &mut self,
+        status: &Status<'_>,
+        metadata: Option<&Object>,
+        out: &mut Vec<Event>,
+    ) {
+        out.push(Event::Custom(Custom::Status(StatusNotice {
+            task_id: self.run.task_id.clone(),
+            context_id: self.run.context_id.clone(),
+            state: status.state,
+            timestamp: status.timestamp.cloned(),
+            metadata: metadata.cloned(),
+        })));
+    }
+
+    pub(super) fn on_message(
+        &mut self,
+        message: MessageView<'_>,
+        origin: Origin,
+        out: &mut Vec<Event>,
+    ) {
+        if let Some(echo) = message.user_echo {
+            out.push(raw(Value::Object(echo.clone())));
+            return;
+        }
+        let message_id = message.message_id;
+        if origin == Origin::Stream {
+            self.run.saw_agent_message = true;
+        } else if message_id.is_some_and(|id| self.seen_messages.contains(id)) {
+            return;
+        }
+        if let Some(id) = message_id
+            && self.seen_messages.len() < MAX_TRACKED
+            && !self.seen_messages.contains(id)
+        {
+            self.seen_messages.insert(id.to_owned());
+        }
+        let key = match origin {
+            Origin::Stream => KeyRef::Message(message_id.unwrap_or("")),
+            Origin::Status | Origin::Closing => KeyRef::Status,
+        };
+        // A closing status often repeats the answer already streamed
+        // (Hector sends the whole text again): repeats add nothing, and a
+        // message that extends what was streamed adds only the extension.
+        let repeat = match origin {
+            Origin::Closing => message.plain_text().map_or(Repeat::Emit, |whole| {
+                self.blocks
+                    .transcript
+                    .classify(&whole, self.blocks.open_text_digest())
+            }),
+            _ => Repeat::Emit,
+        };
+        match repeat {
+            Repeat::Skip => return,
+            Repeat::Remainder(rest) => self.blocks.text(&mut self.ids, key, &rest, out),
+            Repeat::Emit => message
+                .parts
+                .for_each_block(|_, block| self.on_block(block, key, None, out)),
+        }
+        if let Some(metadata) = message.metadata {
+            read::message_notes(metadata, |note| match note {
+                MessageNote::Citation(citation) => self.citation(citation, out),
+                MessageNote::Trajectory(step) => out.push(Event::Custom(Custom::Trajectory(step))),
+                MessageNote::Rest(rest) => {
+                    out.push(Event::Custom(Custom::MessageMetadata(MessageMetadata {
+                        message_id: message_id.map(str::to_owned),
+                        metadata: rest,
+                    })));
+                }
+            });
+        }
+    }
+
+    pub(super) fn citation(&mut self, mut citation: Citation, out: &mut Vec<Event>) {
+        citation.message_id = self.blocks.last_text_id().map(|id| id.to_string());
+        out.push(Event::Custom(Custom::Citation(citation)));
+    }
+}
