@@ -238,7 +238,7 @@ impl<I: IdSource> Converter<I> {
                 self.on_status(update.status, update.metadata, out);
             }
             Item::Artifact(chunk) => self.on_artifact(chunk, out),
-            Item::ArtifactWithoutBody(whole) => {
+            Item::ArtifactWithoutBody { whole, .. } => {
                 self.run.saw_task = true;
                 out.push(raw(whole.clone()));
             }

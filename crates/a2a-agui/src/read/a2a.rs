@@ -30,7 +30,11 @@ pub(crate) fn read_item(value: &Value) -> Item<'_> {
         Shape::StatusUpdate(update) => Item::Status(status_view(update)),
         Shape::ArtifactUpdate(update) => match artifact_chunk(update) {
             Some(chunk) => Item::Artifact(chunk),
-            None => Item::ArtifactWithoutBody(value),
+            None => Item::ArtifactWithoutBody {
+                context_id: text(update, "contextId"),
+                task_id: text(update, "taskId"),
+                whole: value,
+            },
         },
         Shape::Error(report) => Item::Error(report),
         Shape::Acp(kind, event) => Item::Acp {

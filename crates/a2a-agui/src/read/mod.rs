@@ -45,8 +45,13 @@ pub(crate) enum Item<'a> {
     Status(StatusView<'a>),
     /// An artifact-update event with its artifact.
     Artifact(ArtifactChunk<'a>),
-    /// An artifact-update event without an artifact: forwarded as it is.
-    ArtifactWithoutBody(&'a Value),
+    /// An artifact-update event without an artifact: forwarded as it is
+    /// (its ids still name the run).
+    ArtifactWithoutBody {
+        context_id: Option<&'a str>,
+        task_id: Option<&'a str>,
+        whole: &'a Value,
+    },
     /// An error the agent reported.
     Error(ErrorReport),
     /// An ACP run event, with the ids of the run it names.
@@ -66,7 +71,12 @@ impl Item<'_> {
             Item::Message(m) => (m.context_id, m.task_id),
             Item::Artifact(a) => (a.context_id, a.task_id),
             Item::Acp { run, .. } => (run.session_id, run.run_id),
-            Item::ArtifactWithoutBody(_) | Item::Error(_) | Item::Unknown(_) => (None, None),
+            Item::ArtifactWithoutBody {
+                context_id,
+                task_id,
+                ..
+            } => (*context_id, *task_id),
+            Item::Error(_) | Item::Unknown(_) => (None, None),
         }
     }
 }
