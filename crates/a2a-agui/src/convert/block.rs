@@ -90,6 +90,14 @@ impl Blocks {
         }
     }
 
+    /// The digest of the open text segment, if it is `key`'s.
+    pub(super) fn open_text_digest_for(&self, key: KeyRef<'_>) -> Option<TextDigest> {
+        match &self.open {
+            Open::Text(text) if text.key == key.fingerprint() => Some(text.digest),
+            _ => None,
+        }
+    }
+
     pub(super) fn is_text_open_for(&self, key: KeyRef<'_>) -> bool {
         matches!(&self.open, Open::Text(text) if text.key == key.fingerprint())
     }

@@ -26,17 +26,17 @@ use serde_json::Value;
 
 use self::artifacts::Artifacts;
 use self::block::{Blocks, KeyRef};
-use self::repeat::Repeat;
+use self::repeat::{Evidence, Repeat};
 use self::run::{Ending, Lifecycle};
 use self::status::Origin;
 use self::tools::Tools;
 use crate::codes::ErrorCode;
 use crate::custom::{AcpStatus, Custom, DataNotice, ErrorNotice, FileNotice};
-use crate::digest::WordHashBuilder;
+use crate::digest::{TextDigest, WordHashBuilder};
 use crate::event::{Event, RunResult};
 use crate::ids::{IdSource, SequentialIds};
 use crate::read::{
-    self, AcpEvent, AcpRunIds, ArtifactChunk, Block, ErrorReport, Item, Object, PartMeaning,
+    self, AcpEvent, AcpRunIds, ArtifactChunk, Block, ErrorReport, Item, Object, PartMeaning, Parts,
 };
 
 /// How many artifacts, tool calls and message ids one run keeps track of.
@@ -86,6 +86,9 @@ pub struct Converter<I = SequentialIds> {
     tools: Tools,
     artifacts: Artifacts,
     seen_messages: HashSet<String, WordHashBuilder>,
+    /// The parts of the last agent message, fingerprinted: ADK's closing
+    /// artifact repeats them, data parts included.
+    last_message_parts: Option<TextDigest>,
 }
 
 impl Converter<SequentialIds> {
@@ -106,6 +109,7 @@ impl<I: IdSource> Converter<I> {
             tools: Tools::default(),
             artifacts: Artifacts::default(),
             seen_messages: HashSet::default(),
+            last_message_parts: None,
         }
     }
 
@@ -343,8 +347,13 @@ impl<I: IdSource> Converter<I> {
             }
             Block::ToolResult(result) => {
                 self.blocks.close(out);
-                let key = match result.id {
-                    Some(id) if self.tools.knows(id) => id.to_owned(),
+                let answered = result
+                    .name
+                    .filter(|_| result.answers_last_call && result.id.is_none())
+                    .and_then(|name| self.tools.unanswered(name));
+                let key = match (result.id, answered) {
+                    (_, Some(key)) => key,
+                    (Some(id), None) if self.tools.knows(id) => id.to_owned(),
                     // A result for a call never announced: announce it
                     // first, so the result refers to a known tool call.
                     _ => {
@@ -389,23 +398,24 @@ impl<I: IdSource> Converter<I> {
 
     // -- artifacts --------------------------------------------------------------
 
-    fn on_artifact(&mut self, chunk: ArtifactChunk<'_>, out: &mut Vec<Event>) {
+    fn on_artifact(&mut self, mut chunk: ArtifactChunk<'_>, out: &mut Vec<Event>) {
         self.run.saw_task = true;
         let id = chunk.id;
         let key = KeyRef::Artifact(id);
         if !self.blocks.is_text_open_for(key) {
             self.blocks.close_text(out);
         }
-        if !chunk.append && self.artifacts.get(id).is_some_and(|a| a.parts_seen > 0) {
+        let replaced = !chunk.append && self.artifacts.get(id).is_some_and(|a| a.parts_seen > 0);
+        if replaced {
             // A replacement: what was streamed stays, the new content is a
-            // new message.
+            // new message (or nothing, when it repeats what was streamed).
             self.blocks.close_text(out);
             if let Some(state) = self.artifacts.state(id) {
                 state.parts_seen = 0;
             }
         }
         self.artifacts.describe(id, &chunk.description, out);
-        if let Some(metadata) = chunk.event_metadata {
+        if let Some(metadata) = chunk.event_metadata.take() {
             self.artifacts.event_metadata(id, metadata, out);
         }
         // ADK-style streaming (Hector v2): `partial: true` events carry
@@ -417,19 +427,45 @@ impl<I: IdSource> Converter<I> {
         {
             state.streamed_partial = true;
         }
-        let mut final_text = String::new();
-        chunk.parts.for_each_block(|meaning, block| match block {
-            Block::Text(text) if repeats_streamed && meaning == PartMeaning::PlainText => {
-                final_text.push_str(text);
-            }
-            block => self.on_block(block, key, Some(id), out),
-        });
-        let open = self.blocks.open_text_digest();
-        match self.blocks.transcript.classify(&final_text, open) {
-            Repeat::Skip => {}
-            Repeat::Remainder(rest) => self.blocks.text(&mut self.ids, key, &rest, out),
-            Repeat::Emit => self.blocks.text(&mut self.ids, key, &final_text, out),
+        // A closing artifact of text only, whole in one event or replacing
+        // one, often repeats the answer (ADK, Strands, LangGraph) or only
+        // its last turn (fasta2a's `result`): it adds what is new.
+        let first_sight = self.artifacts.get(id).is_none_or(|a| a.parts_seen == 0);
+        let evidence = if chunk.last_chunk || replaced {
+            Evidence::Closing
+        } else {
+            Evidence::Opening
+        };
+        let closing =
+            !repeats_streamed && !chunk.append && (chunk.last_chunk || replaced || first_sight);
+        if closing
+            && chunk.parts.fingerprint().is_some()
+            && chunk.parts.fingerprint() == self.last_message_parts
+        {
+            // The last message again, as the task's result (ADK).
+            return self.end_artifact_chunk(&chunk, out);
         }
+        let verdict = closing
+            .then(|| chunk.parts.plain_text())
+            .flatten()
+            .map(|whole| {
+                let open = self.blocks.open_text_digest();
+                self.blocks.transcript.classify(&whole, open, evidence)
+            });
+        match verdict {
+            Some(Repeat::Skip) => {}
+            Some(Repeat::Remainder(rest)) => self.blocks.text(&mut self.ids, key, &rest, out),
+            Some(Repeat::Emit) | None => {
+                self.artifact_parts(id, chunk.parts, repeats_streamed, out)
+            }
+        }
+        self.end_artifact_chunk(&chunk, out);
+    }
+
+    /// What every chunk ends with: parts counted, the text closed on the
+    /// last chunk, the client commands.
+    fn end_artifact_chunk(&mut self, chunk: &ArtifactChunk<'_>, out: &mut Vec<Event>) {
+        let (id, key) = (chunk.id, KeyRef::Artifact(chunk.id));
         if let Some(state) = self.artifacts.state(id) {
             state.parts_seen += chunk.parts.len();
         }
@@ -438,6 +474,36 @@ impl<I: IdSource> Converter<I> {
         }
         if let Some(commands) = chunk.commands {
             self.artifacts.commands(id, commands, out);
+        }
+    }
+
+    /// An artifact chunk's parts; when the chunk repeats what ADK-style
+    /// `partial` events streamed, its text is gathered and only what is new
+    /// of it is added.
+    fn artifact_parts(
+        &mut self,
+        id: &str,
+        parts: Parts<'_>,
+        repeats_streamed: bool,
+        out: &mut Vec<Event>,
+    ) {
+        let key = KeyRef::Artifact(id);
+        let mut final_text = String::new();
+        parts.for_each_block(|meaning, block| match block {
+            Block::Text(text) if repeats_streamed && meaning == PartMeaning::PlainText => {
+                final_text.push_str(text);
+            }
+            block => self.on_block(block, key, Some(id), out),
+        });
+        let open = self.blocks.open_text_digest();
+        match self
+            .blocks
+            .transcript
+            .classify(&final_text, open, Evidence::Closing)
+        {
+            Repeat::Skip => {}
+            Repeat::Remainder(rest) => self.blocks.text(&mut self.ids, key, &rest, out),
+            Repeat::Emit => self.blocks.text(&mut self.ids, key, &final_text, out),
         }
     }
 

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::block::KeyRef;
-use super::repeat::Repeat;
+use super::repeat::{Evidence, Repeat};
 use super::{Converter, MAX_TRACKED, raw};
 use crate::codes::ErrorCode;
 use crate::custom::{Citation, Custom, MessageMetadata, StatusNotice};
@@ -125,6 +125,7 @@ impl<I: IdSource> Converter<I> {
         } else if message_id.is_some_and(|id| self.seen_messages.contains(id)) {
             return;
         }
+        self.last_message_parts = message.parts.fingerprint();
         if let Some(id) = message_id
             && self.seen_messages.len() < MAX_TRACKED
             && !self.seen_messages.contains(id)
@@ -140,11 +141,18 @@ impl<I: IdSource> Converter<I> {
         // message that extends what was streamed adds only the extension.
         let repeat = match origin {
             Origin::Closing => message.plain_text().map_or(Repeat::Emit, |whole| {
-                self.blocks
-                    .transcript
-                    .classify(&whole, self.blocks.open_text_digest())
+                self.blocks.transcript.classify(
+                    &whole,
+                    self.blocks.open_text_digest(),
+                    Evidence::Closing,
+                )
             }),
-            _ => Repeat::Emit,
+            // LangGraph sends each status message with all the text so far.
+            Origin::Status => message.plain_text().map_or(Repeat::Emit, |whole| {
+                let open = self.blocks.open_text_digest_for(KeyRef::Status);
+                self.blocks.transcript.cumulative(&whole, open)
+            }),
+            Origin::Stream => Repeat::Emit,
         };
         match repeat {
             Repeat::Skip => return,

@@ -23,12 +23,22 @@ struct ToolState {
 #[derive(Debug, Default)]
 pub(super) struct Tools {
     calls: HashMap<String, ToolState, WordHashBuilder>,
+    /// The latest call announced and not yet answered: (name, key).
+    unanswered: Option<(String, String)>,
 }
 
 impl Tools {
     /// A call with this agent id was announced already.
     pub(super) fn knows(&self, id: &str) -> bool {
         self.calls.contains_key(id)
+    }
+
+    /// The latest call, if it is named `name` and still has no result.
+    pub(super) fn unanswered(&self, name: &str) -> Option<String> {
+        match &self.unanswered {
+            Some((called, key)) if called == name => Some(key.clone()),
+            _ => None,
+        }
     }
 
     /// Announces a call; the caller has closed the open block.
@@ -58,6 +68,7 @@ impl Tools {
         out.push(Event::ToolCallEnd {
             tool_call_id: tool_call_id.clone(),
         });
+        self.unanswered = Some((name.to_owned(), key.clone()));
         if self.calls.len() < MAX_TRACKED {
             self.calls.insert(
                 key,
@@ -80,6 +91,9 @@ impl Tools {
         result: ToolResult<'_>,
         out: &mut Vec<Event>,
     ) {
+        if self.unanswered.as_ref().is_some_and(|(_, k)| *k == key) {
+            self.unanswered = None;
+        }
         let Some(tool) = self.calls.get_mut(&key) else {
             // Tracking is full: deliver at once rather than lose the output.
             emit_result(ids, key.into(), result.content, result.error, out);

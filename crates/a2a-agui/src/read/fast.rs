@@ -146,6 +146,8 @@ struct PartMetadata {
     block_type: Option<IgnoredAny>,
     agui_block_type: Option<IgnoredAny>,
     kind: Option<IgnoredAny>,
+    adk_thought: Option<IgnoredAny>,
+    adk_type: Option<IgnoredAny>,
 }
 
 /// What the fast reader recognised: a plain-text artifact chunk (when the
@@ -240,6 +242,8 @@ impl Part<'_> {
                 || m.block_type.is_some()
                 || m.agui_block_type.is_some()
                 || m.kind.is_some()
+                || m.adk_thought.is_some()
+                || m.adk_type.is_some()
         });
         self.text.is_some()
             && matches!(self.kind, None | Some("text"))

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::json::{Object, flag, metadata, text};
 use super::part::part_body_of;
 use super::tool::{tool_arguments, tool_payload, tool_result};
-use super::{Block, PartBody, PartMeaning, Thinking, ToolCall, UNKNOWN_TOOL, hector};
+use super::{Block, PartBody, PartMeaning, Thinking, ToolCall, UNKNOWN_TOOL, adk, bridges, hector};
 use crate::custom::{Citation, Trajectory};
 
 const AGENTSTACK_CITATION: [&str; 2] = [
@@ -109,15 +109,20 @@ impl PartHints<'_> {
 
 /// True when a part's metadata gives it a meaning beyond its content.
 pub(super) fn has_role(part: &Object) -> bool {
-    part_hints(metadata(part)).role() != PartRole::Plain
+    metadata(part).is_some_and(adk::is_adk) || part_hints(metadata(part)).role() != PartRole::Plain
 }
 
 /// Reads one part into what it means; most parts mean one block, a cited
 /// or trajectory part two or three.
 pub(super) fn read_part<'a>(part: &'a Object, f: &mut impl FnMut(PartMeaning, Block<'a>)) {
     let part_metadata = metadata(part);
-    let hints = part_hints(part_metadata);
     let body = part_body_of(part);
+    if let Some(meta) = part_metadata.filter(|m| adk::is_adk(m))
+        && let Some(block) = adk::block(meta, &body)
+    {
+        return f(PartMeaning::Other, block);
+    }
+    let hints = part_hints(part_metadata);
     match hints.role() {
         PartRole::Thinking => {
             let thought = match &body {
@@ -193,10 +198,15 @@ pub(super) fn read_part<'a>(part: &'a Object, f: &mut impl FnMut(PartMeaning, Bl
             plain(part, body, None, PartMeaning::Other, f);
         }
         PartRole::Plain => {
-            if let PartBody::Data(data) = &body
-                && let Some(block) = hector::v2_block(data)
-            {
-                return f(PartMeaning::Other, block);
+            if let PartBody::Data(data) = &body {
+                if let Some(block) = hector::v2_block(data) {
+                    return f(PartMeaning::Other, block);
+                }
+                if let Some(data) = data.as_object()
+                    && bridges::read(data, &mut |block| f(PartMeaning::Other, block))
+                {
+                    return;
+                }
             }
             plain(part, body, part_metadata, PartMeaning::PlainText, f);
         }

@@ -13,6 +13,8 @@
 
 mod a2a;
 mod acp;
+mod adk;
+mod bridges;
 mod fast;
 mod hector;
 mod hints;
@@ -117,16 +119,9 @@ impl MessageView<'_> {
         joined
     }
 
-    /// The whole text when every part is plain text with no hint, and
-    /// there is at least one part: what a repeat check may compare.
+    /// The whole text when every part is plain text with no hint.
     pub(crate) fn plain_text(&self) -> Option<String> {
-        let mut joined = String::new();
-        let mut plain = true;
-        let count = self.parts.for_each_text(|t, hinted| {
-            plain &= !hinted;
-            joined.push_str(t);
-        });
-        (plain && count == self.parts.len() && count > 0).then_some(joined)
+        self.parts.plain_text()
     }
 }
 
@@ -168,6 +163,17 @@ pub(crate) enum Parts<'a> {
 }
 
 impl<'a> Parts<'a> {
+    /// A fingerprint of the parts as sent, to recognise the same parts
+    /// sent again; `None` for the fast reader's (text is compared as text).
+    pub(crate) fn fingerprint(&self) -> Option<crate::digest::TextDigest> {
+        match self {
+            Parts::Values(values) if !values.is_empty() => {
+                Some(crate::digest::TextDigest::of_json(values))
+            }
+            _ => None,
+        }
+    }
+
     /// The parts after the first `n`.
     pub(crate) fn skip(self, n: usize) -> Parts<'a> {
         match self {
@@ -181,6 +187,18 @@ impl<'a> Parts<'a> {
             Parts::Values(v) => v.len(),
             Parts::Plain(p) => p.len(),
         }
+    }
+
+    /// The whole text when every part is plain text with no hint, and
+    /// there is at least one part: what a repeat check may compare.
+    pub(crate) fn plain_text(&self) -> Option<String> {
+        let mut joined = String::new();
+        let mut plain = true;
+        let count = self.for_each_text(|t, hinted| {
+            plain &= !hinted;
+            joined.push_str(t);
+        });
+        (plain && count == self.len() && count > 0).then_some(joined)
     }
 
     /// Calls `f` with each plain text part and whether it carries a hint
@@ -291,6 +309,9 @@ pub(crate) struct ToolResult<'a> {
     pub error: Option<String>,
     /// False for a piece of incremental output; more follows.
     pub is_final: bool,
+    /// The result names no call: it answers the latest call of its name
+    /// that has no result yet (ADK's code execution result).
+    pub answers_last_call: bool,
 }
 
 /// The tool name used when an agent names none.

@@ -89,5 +89,6 @@ pub(super) fn tool_result<'a>(
         content,
         error,
         is_final: is_final.unwrap_or(true),
+        answers_last_call: false,
     }
 }
