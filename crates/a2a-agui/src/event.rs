@@ -75,6 +75,23 @@ pub enum Event {
     ReasoningMessageEnd { message_id: Id },
     #[serde(rename_all = "camelCase")]
     ReasoningEnd { message_id: Id },
+    /// Patches the client's shared state (RFC 6902).
+    StateDelta { delta: Vec<PatchOp> },
+    /// Creates an `activity` message (a UI surface, say).
+    #[serde(rename_all = "camelCase")]
+    ActivitySnapshot {
+        message_id: Id,
+        activity_type: &'static str,
+        content: serde_json::Value,
+        replace: bool,
+    },
+    /// Patches an `activity` message's content (RFC 6902).
+    #[serde(rename_all = "camelCase")]
+    ActivityDelta {
+        message_id: Id,
+        activity_type: &'static str,
+        patch: Vec<PatchOp>,
+    },
     /// Serialised as `{"type":"CUSTOM","name":…,"value":…}`.
     Custom(Custom),
     Raw {
@@ -90,7 +107,7 @@ impl Event {
     }
 
     /// Every `type` name this crate writes, in `kind_index` order.
-    pub const TYPE_NAMES: [&'static str; 17] = [
+    pub const TYPE_NAMES: [&'static str; 20] = [
         "RUN_STARTED",
         "RUN_FINISHED",
         "RUN_ERROR",
@@ -108,6 +125,9 @@ impl Event {
         "REASONING_END",
         "CUSTOM",
         "RAW",
+        "STATE_DELTA",
+        "ACTIVITY_SNAPSHOT",
+        "ACTIVITY_DELTA",
     ];
 
     /// The position of this event's type in `TYPE_NAMES` (for counters).
@@ -130,6 +150,9 @@ impl Event {
             Event::ReasoningEnd { .. } => 14,
             Event::Custom { .. } => 15,
             Event::Raw { .. } => 16,
+            Event::StateDelta { .. } => 17,
+            Event::ActivitySnapshot { .. } => 18,
+            Event::ActivityDelta { .. } => 19,
         }
     }
 
@@ -192,6 +215,34 @@ impl RunResult {
                 TaskState::InputRequired | TaskState::AuthRequired
             ))
         )
+    }
+}
+
+/// One RFC 6902 operation; the converter only ever adds (which, on an
+/// object member, also replaces).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PatchOp {
+    /// Always `"add"`.
+    pub op: &'static str,
+    /// A JSON Pointer.
+    pub path: String,
+    /// The value added.
+    pub value: serde_json::Value,
+}
+
+impl PatchOp {
+    /// `add` at `path`.
+    pub fn add(path: String, value: serde_json::Value) -> PatchOp {
+        PatchOp {
+            op: "add",
+            path,
+            value,
+        }
+    }
+
+    /// The JSON Pointer of an object member (RFC 6901 escapes).
+    pub fn member(key: &str) -> String {
+        format!("/{}", key.replace('~', "~0").replace('/', "~1"))
     }
 }
 

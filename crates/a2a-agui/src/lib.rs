@@ -42,8 +42,8 @@ pub use custom::{
 };
 pub use encode::{Encoder, HectorEncoder, OutputFormat, write_agui_frame};
 pub use event::{
-    AssistantRole, Event, Id, Interrupt, InterruptReason, Outcome, ReasoningRole, RunResult,
-    TextMetadata, ToolRole,
+    AssistantRole, Event, Id, Interrupt, InterruptReason, Outcome, PatchOp, ReasoningRole,
+    RunResult, TextMetadata, ToolRole,
 };
 pub use ids::{IdKind, IdSource, SequentialIds};
 pub use pipeline::{StreamConverter, convert_recording, looks_like_sse};

@@ -93,6 +93,17 @@ fn part() -> impl Strategy<Value = Value> {
             { "type": "tool_result", "tool_call_id": id, "content": "r", "is_error": err } })),
         1 => text().prop_map(|t| json!({ "content_type": "text/plain", "content": t })),
         1 => Just(json!(7)),
+        // Real frameworks: ADK, @ag-ui/a2a, LangGraph, A2UI v0.8 / v0.9.
+        1 => (small_id(), text()).prop_map(|(id, t)| json!({ "kind": "text", "text": t, "metadata": { "adk_thought": true, "id": id } })),
+        1 => small_id().prop_map(|id| json!({ "kind": "data", "data": { "id": id, "name": "get", "args": { "q": 1 } }, "metadata": { "adk_type": "function_call" } })),
+        1 => small_id().prop_map(|id| json!({ "kind": "data", "data": { "id": id, "name": "get", "response": { "r": 2 } }, "metadata": { "adk_type": "function_response" } })),
+        1 => Just(json!({ "kind": "data", "data": { "code": "print(1)", "language": "PYTHON" }, "metadata": { "adk_type": "executable_code" } })),
+        1 => any::<bool>().prop_map(|ok| json!({ "kind": "data", "data": { "outcome": if ok { "OUTCOME_OK" } else { "OUTCOME_FAILED" }, "output": "1\n" }, "metadata": { "adk_type": "code_execution_result" } })),
+        1 => small_id().prop_map(|id| json!({ "kind": "data", "data": { "type": "tool-call", "id": id, "name": "n", "arguments": { "a": 1 } } })),
+        1 => small_id().prop_map(|id| json!({ "kind": "data", "data": { "type": "tool-result", "toolCallId": id, "payload": { "b": 2 } } })),
+        1 => small_id().prop_map(|id| json!({ "kind": "data", "data": { "tool_results": [{ "toolCallId": id, "name": "n", "content": "c", "status": "success" }] } })),
+        1 => small_id().prop_map(|id| json!({ "kind": "data", "data": { "surfaceUpdate": { "surfaceId": id, "components": [] } }, "metadata": { "mimeType": "application/json+a2ui" } })),
+        1 => small_id().prop_map(|id| json!({ "kind": "data", "data": [{ "version": "v0.9", "createSurface": { "surfaceId": id } }, { "version": "v0.9", "updateDataModel": { "surfaceId": id, "value": {} } }] })),
     ];
     (body, metadata()).prop_map(|(mut part, meta)| {
         if !meta.is_null() && part.is_object() {
@@ -103,11 +114,12 @@ fn part() -> impl Strategy<Value = Value> {
 }
 
 fn message() -> impl Strategy<Value = Value> {
-    (small_id(), prop::collection::vec(part(), 0..4), any::<bool>(), 0..3u8).prop_map(|(id, parts, user, meta)| {
+    (small_id(), prop::collection::vec(part(), 0..4), any::<bool>(), 0..4u8).prop_map(|(id, parts, user, meta)| {
         let mut m = json!({ "messageId": id, "role": if user { "user" } else { "agent" }, "parts": parts });
         match meta {
             1 => m["metadata"] = json!({ "https://a2a-extensions.agentstack.beeai.dev/ui/citation/v1": { "citations": [{ "url": "u" }] } }),
             2 => m["metadata"] = json!({ "https://a2a-extensions.beeai.dev/ui/trajectory/v1": { "title": "t" }, "x": 1 }),
+            3 => m["metadata"] = json!({ "adk_actions": { "stateDelta": { "city": "Paris", "a/b": 1 } } }),
             _ => {}
         }
         m

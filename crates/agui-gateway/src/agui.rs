@@ -113,7 +113,9 @@ fn waiting_task(messages: &[Value]) -> Option<String> {
     let before = &messages[..last_user];
     let assistant = before.iter().rev().find(|m| m["role"] == "assistant")?;
     let a2a = assistant.pointer("/metadata/a2a")?;
-    let state = a2a["state"].as_str().map_or(TaskState::Unknown, TaskState::parse);
+    let state = a2a["state"]
+        .as_str()
+        .map_or(TaskState::Unknown, TaskState::parse);
     let waiting = matches!(state, TaskState::InputRequired | TaskState::AuthRequired);
     waiting
         .then(|| a2a["taskId"].as_str().map(str::to_owned))

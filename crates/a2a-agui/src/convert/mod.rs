@@ -19,6 +19,7 @@ mod repeat;
 mod run;
 mod status;
 mod tools;
+mod ui;
 
 use std::collections::{HashMap, HashSet};
 
@@ -30,10 +31,11 @@ use self::repeat::{Evidence, Repeat};
 use self::run::{Ending, Lifecycle};
 use self::status::Origin;
 use self::tools::Tools;
+use self::ui::Surfaces;
 use crate::codes::ErrorCode;
 use crate::custom::{AcpStatus, Custom, DataNotice, ErrorNotice, FileNotice};
 use crate::digest::{TextDigest, WordHashBuilder};
-use crate::event::{Event, RunResult};
+use crate::event::{Event, PatchOp, RunResult};
 use crate::ids::{IdSource, SequentialIds};
 use crate::read::{
     self, AcpEvent, AcpRunIds, ArtifactChunk, Block, ErrorReport, Item, Object, PartMeaning, Parts,
@@ -89,6 +91,7 @@ pub struct Converter<I = SequentialIds> {
     /// The parts of the last agent message, fingerprinted: ADK's closing
     /// artifact repeats them, data parts included.
     last_message_parts: Option<TextDigest>,
+    surfaces: Surfaces,
 }
 
 impl Converter<SequentialIds> {
@@ -110,6 +113,7 @@ impl<I: IdSource> Converter<I> {
             artifacts: Artifacts::default(),
             seen_messages: HashSet::default(),
             last_message_parts: None,
+            surfaces: Surfaces::default(),
         }
     }
 
@@ -239,6 +243,7 @@ impl<I: IdSource> Converter<I> {
             Item::Message(message) => self.on_message(message, Origin::Stream, out),
             Item::Status(update) => {
                 self.run.saw_task = true;
+                self.state_delta(update.state_delta, out);
                 self.on_status(update.status, update.metadata, out);
             }
             Item::Artifact(chunk) => self.on_artifact(chunk, out),
@@ -304,6 +309,17 @@ impl<I: IdSource> Converter<I> {
     fn fail_run(&mut self, code: &str, message: String, out: &mut Vec<Event>) {
         self.close_all(out);
         out.push(self.run.failed(code, message));
+    }
+
+    /// `STATE_DELTA` for the members the agent changed.
+    fn state_delta(&mut self, delta: Option<&Object>, out: &mut Vec<Event>) {
+        if let Some(delta) = delta {
+            let ops = delta
+                .iter()
+                .map(|(key, value)| PatchOp::add(PatchOp::member(key), value.clone()))
+                .collect();
+            out.push(Event::StateDelta { delta: ops });
+        }
     }
 
     fn close_all(&mut self, out: &mut Vec<Event>) {
@@ -392,6 +408,13 @@ impl<I: IdSource> Converter<I> {
                     code: code.map(str::to_owned),
                 })));
             }
+            Block::Ui {
+                surface_id,
+                operation,
+            } => {
+                self.blocks.close(out);
+                self.surfaces.operation(surface_id, operation, out);
+            }
             Block::Unreadable(value) => out.push(raw(value.clone())),
         }
     }
@@ -415,6 +438,7 @@ impl<I: IdSource> Converter<I> {
             }
         }
         self.artifacts.describe(id, &chunk.description, out);
+        self.state_delta(chunk.state_delta, out);
         if let Some(metadata) = chunk.event_metadata.take() {
             self.artifacts.event_metadata(id, metadata, out);
         }

@@ -126,6 +126,7 @@ impl<I: IdSource> Converter<I> {
             return;
         }
         self.last_message_parts = message.parts.fingerprint();
+        self.state_delta(message.state_delta, out);
         if let Some(id) = message_id
             && self.seen_messages.len() < MAX_TRACKED
             && !self.seen_messages.contains(id)

@@ -140,6 +140,28 @@ impl HectorEncoder {
                 frame(out, "tool_call_stop", &payload)
             }
             Event::Custom(custom) => self.custom(custom, out),
+            // Hector has no shared state or activity events: the AG-UI
+            // payloads go out under the AG-UI names, lower-cased.
+            Event::StateDelta { delta } => frame(out, "state_delta", &json!({ "delta": delta })),
+            Event::ActivitySnapshot {
+                message_id,
+                activity_type,
+                content,
+                replace,
+            } => frame(
+                out,
+                "activity_snapshot",
+                &json!({ "messageId": &**message_id, "activityType": activity_type, "content": content, "replace": replace }),
+            ),
+            Event::ActivityDelta {
+                message_id,
+                activity_type,
+                patch,
+            } => frame(
+                out,
+                "activity_delta",
+                &json!({ "messageId": &**message_id, "activityType": activity_type, "patch": patch }),
+            ),
             Event::Raw { event, source } => {
                 frame(out, "raw", &json!({ "event": event, "source": source }))
             }

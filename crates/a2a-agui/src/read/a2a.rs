@@ -14,7 +14,9 @@
 use serde_json::Value;
 
 use super::json::{Object, array, flag, metadata, object, text};
-use super::{ArtifactChunk, Description, Item, MessageView, Parts, Status, StatusView, acp, hints};
+use super::{
+    ArtifactChunk, Description, Item, MessageView, Parts, Status, StatusView, acp, adk, hints,
+};
 use crate::codes::ErrorCode;
 use crate::state::TaskState;
 
@@ -143,6 +145,7 @@ fn status_view(owner: &Object) -> StatusView<'_> {
         status: status_of(owner),
         artifacts: &[],
         metadata: metadata(owner),
+        state_delta: adk::state_delta(metadata(owner)),
     }
 }
 
@@ -167,6 +170,7 @@ pub(crate) fn message_view(message: &Object) -> MessageView<'_> {
         user_echo: is_user_role(message).then_some(message),
         parts: Parts::Values(message_parts(message)),
         metadata: metadata(message),
+        state_delta: adk::state_delta(metadata(message)),
     }
 }
 
@@ -207,6 +211,7 @@ pub(crate) fn artifact_view(artifact: &Object) -> ArtifactChunk<'_> {
         partial: None,
         parts: Parts::Values(array(artifact, "parts").unwrap_or(&[])),
         commands: hints::commands(artifact_metadata),
+        state_delta: adk::state_delta(artifact_metadata),
     }
 }
 

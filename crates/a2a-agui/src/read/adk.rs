@@ -93,3 +93,14 @@ fn content_of(value: Option<&Value>) -> String {
         Some(other) => other.to_string(),
     }
 }
+
+/// ADK's state changes, `adk_actions.stateDelta` in event, artifact or
+/// message metadata: key → new value.
+pub(crate) fn state_delta(meta: Option<&Object>) -> Option<&Object> {
+    meta?
+        .get("adk_actions")?
+        .as_object()?
+        .get("stateDelta")?
+        .as_object()
+        .filter(|delta| !delta.is_empty())
+}

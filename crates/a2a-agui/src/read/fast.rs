@@ -177,6 +177,7 @@ impl FastItem<'_> {
                 partial: None,
                 parts: Parts::Plain(&artifact.parts),
                 commands: None,
+                state_delta: None,
             }),
             None => Item::Message(MessageView {
                 context_id: node.context_id,
@@ -185,6 +186,7 @@ impl FastItem<'_> {
                 user_echo: None,
                 parts: Parts::Plain(node.parts.as_deref().unwrap_or(&[])),
                 metadata: None,
+                state_delta: None,
             }),
         }
     }
@@ -212,9 +214,9 @@ pub(crate) fn read(json: &str) -> Option<FastItem<'_>> {
             && artifact.append.is_none()
             && artifact.last_chunk.is_none()
             && artifact.parts.iter().all(Part::is_plain_text)
-            && !artifact
-                .metadata
-                .is_some_and(|m| m.get().contains("\"commands\""))
+            && !artifact.metadata.is_some_and(|m| {
+                m.get().contains("\"commands\"") || m.get().contains("\"adk_actions\"")
+            })
     } else {
         matches!(node.kind, None | Some("message"))
             && node

@@ -13,7 +13,9 @@ use serde_json::Value;
 use super::json::{Object, flag, metadata, text};
 use super::part::part_body_of;
 use super::tool::{tool_arguments, tool_payload, tool_result};
-use super::{Block, PartBody, PartMeaning, Thinking, ToolCall, UNKNOWN_TOOL, adk, bridges, hector};
+use super::{
+    Block, PartBody, PartMeaning, Thinking, ToolCall, UNKNOWN_TOOL, a2ui, adk, bridges, hector,
+};
 use crate::custom::{Citation, Trajectory};
 
 const AGENTSTACK_CITATION: [&str; 2] = [
@@ -205,6 +207,11 @@ pub(super) fn read_part<'a>(part: &'a Object, f: &mut impl FnMut(PartMeaning, Bl
                 if let Some(data) = data.as_object()
                     && bridges::read(data, &mut |block| f(PartMeaning::Other, block))
                 {
+                    return;
+                }
+                if a2ui::read(part, part_metadata, data, &mut |block| {
+                    f(PartMeaning::Other, block)
+                }) {
                     return;
                 }
             }

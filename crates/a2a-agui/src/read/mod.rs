@@ -12,6 +12,7 @@
 //! says "not mine" for anything it is not certain about.
 
 mod a2a;
+mod a2ui;
 mod acp;
 mod adk;
 mod bridges;
@@ -98,6 +99,8 @@ pub(crate) struct StatusView<'a> {
     /// The snapshot's artifacts (none on an update).
     pub artifacts: &'a [Value],
     pub metadata: Option<&'a Object>,
+    /// Changes to the shared state (ADK's `stateDelta`).
+    pub state_delta: Option<&'a Object>,
 }
 
 /// An A2A message from the agent (or, echoed, from the user).
@@ -109,6 +112,8 @@ pub(crate) struct MessageView<'a> {
     pub user_echo: Option<&'a Object>,
     pub parts: Parts<'a>,
     pub metadata: Option<&'a Object>,
+    /// Changes to the shared state (ADK's `stateDelta`).
+    pub state_delta: Option<&'a Object>,
 }
 
 impl MessageView<'_> {
@@ -140,6 +145,8 @@ pub(crate) struct ArtifactChunk<'a> {
     pub parts: Parts<'a>,
     /// The multimodal-interaction extension's client commands.
     pub commands: Option<&'a Value>,
+    /// Changes to the shared state (ADK's `stateDelta`).
+    pub state_delta: Option<&'a Object>,
 }
 
 /// An artifact's name, description, extensions and metadata, parsed or
@@ -279,6 +286,11 @@ pub(crate) enum Block<'a> {
     ErrorNotice {
         message: Option<&'a str>,
         code: Option<&'a str>,
+    },
+    /// An A2UI message for the surface it names.
+    Ui {
+        surface_id: &'a str,
+        operation: &'a Value,
     },
     /// A part that is not an object: forwarded as it is.
     Unreadable(&'a Value),

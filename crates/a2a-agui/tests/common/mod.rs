@@ -26,6 +26,7 @@ pub fn check_sequence(events: &[Value]) -> Result<(), String> {
     let mut open_reasoning = HashSet::new();
     let mut used_reasoning = HashSet::new();
     let mut result_ids = HashSet::new();
+    let mut activities = HashSet::new();
     for (index, event) in events.iter().enumerate() {
         let kind = event["type"].as_str().ok_or("event without a type")?;
         let at = |msg: String| format!("event {index} {kind}: {msg}");
@@ -156,10 +157,40 @@ pub fn check_sequence(events: &[Value]) -> Result<(), String> {
                     return Err(at("reasoning end for a message not open".into()));
                 }
             }
+            "STATE_DELTA" => patch_check(&event["delta"]).map_err(at)?,
+            "ACTIVITY_SNAPSHOT" => {
+                let id = id_check(event, "messageId").map_err(at)?;
+                id_check(event, "activityType").map_err(at)?;
+                if !event["content"].is_object() {
+                    return Err(at("activity content is not an object".into()));
+                }
+                activities.insert(id);
+            }
+            "ACTIVITY_DELTA" => {
+                if !activities.contains(&id_check(event, "messageId").map_err(at)?) {
+                    return Err(at("activity delta before its snapshot".into()));
+                }
+                id_check(event, "activityType").map_err(at)?;
+                patch_check(&event["patch"]).map_err(at)?;
+            }
             other => return Err(at(format!("event type {other} is not in the safe subset"))),
         }
         if kind == "CUSTOM" && !event["name"].as_str().is_some_and(|n| n.contains('.')) {
             return Err(at("CUSTOM name is not namespaced".into()));
+        }
+    }
+    Ok(())
+}
+
+/// An RFC 6902 patch as the converter writes it: `add` operations with a
+/// JSON Pointer path and a value.
+fn patch_check(patch: &Value) -> Result<(), String> {
+    let ops = patch.as_array().filter(|ops| !ops.is_empty());
+    let ops = ops.ok_or("patch is not a non-empty array")?;
+    for op in ops {
+        let path = op["path"].as_str().unwrap_or("");
+        if op["op"] != "add" || !path.starts_with('/') || op.get("value").is_none() {
+            return Err(format!("bad patch operation {op}"));
         }
     }
     Ok(())
