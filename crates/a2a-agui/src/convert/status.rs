@@ -7,10 +7,10 @@ use super::block::KeyRef;
 use super::repeat::{Evidence, Repeat};
 use super::{Converter, MAX_TRACKED, raw};
 use crate::codes::ErrorCode;
-use crate::custom::{Citation, Custom, MessageMetadata, StatusNotice};
+use crate::custom::{Citation, Custom, ErrorNotice, MessageMetadata, StatusNotice};
 use crate::event::{Event, TextMetadata};
 use crate::ids::IdSource;
-use crate::read::{self, MessageNote, MessageView, Object, Status, StatusView};
+use crate::read::{self, Block, MessageNote, MessageView, Object, Status, StatusView};
 use crate::state::TaskState;
 
 /// Where a message came from; decides its text key and de-duplication.
@@ -70,15 +70,30 @@ impl<I: IdSource> Converter<I> {
                     Some(message) if self.options.interrupts => Some(message.text()),
                     _ => None,
                 };
+                let mark = out.len();
                 if let Some(message) = status.message {
                     self.on_message(message, Origin::Closing, out);
                 }
                 let outcome = self.run.interrupt_outcome(&self.options, state, question);
                 let result = self.run.task_result(state);
                 if result.is_waiting() {
-                    self.blocks.closing_metadata = Some(TextMetadata {
+                    let said = TextMetadata {
                         a2a: result.clone(),
+                    };
+                    // The text that asks carries the waiting task: the one
+                    // still open (closed by `finish_run`), else the last one
+                    // this closing message wrote (a tool call it shows after
+                    // its text closed it).
+                    let closed = out[mark..].iter_mut().rev().find_map(|e| match e {
+                        Event::TextMessageEnd { metadata, .. } => Some(metadata),
+                        _ => None,
                     });
+                    match closed {
+                        Some(metadata) if self.blocks.open_text_digest().is_none() => {
+                            *metadata = Some(said);
+                        }
+                        _ => self.blocks.closing_metadata = Some(said),
+                    }
                 }
                 self.finish_run(Some(result), outcome, out);
             }
@@ -166,6 +181,14 @@ impl<I: IdSource> Converter<I> {
             read::message_notes(metadata, |note| match note {
                 MessageNote::Citation(citation) => self.citation(citation, out),
                 MessageNote::Trajectory(step) => out.push(Event::Custom(Custom::Trajectory(step))),
+                MessageNote::ToolCall(call) => self.on_block(Block::ToolCall(call), key, None, out),
+                MessageNote::Error { message, code } => {
+                    let notice = ErrorNotice {
+                        message: message.map(str::to_owned),
+                        code: code.map(str::to_owned),
+                    };
+                    out.push(Event::Custom(Custom::Error(notice)));
+                }
                 MessageNote::Rest(rest) => {
                     out.push(Event::Custom(Custom::MessageMetadata(MessageMetadata {
                         message_id: message_id.map(str::to_owned),

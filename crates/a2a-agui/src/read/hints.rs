@@ -18,13 +18,10 @@ use super::{
 };
 use crate::custom::{Citation, Trajectory};
 
-const AGENTSTACK_CITATION: [&str; 2] = [
-    "https://a2a-extensions.agentstack.beeai.dev/ui/citation/v1",
-    "https://a2a-extensions.beeai.dev/ui/citation/v1",
-];
-const AGENTSTACK_TRAJECTORY: [&str; 2] = [
-    "https://a2a-extensions.agentstack.beeai.dev/ui/trajectory/v1",
-    "https://a2a-extensions.beeai.dev/ui/trajectory/v1",
+/// Agent Stack's extension URIs: either host, then the extension's path.
+const AGENTSTACK_HOSTS: [&str; 2] = [
+    "https://a2a-extensions.agentstack.beeai.dev",
+    "https://a2a-extensions.beeai.dev",
 ];
 /// The multimodal-interaction extension's key in artifact metadata.
 const COMMANDS: &str = "commands";
@@ -294,28 +291,65 @@ fn acp_trajectory<'a>(meta: &'a Object, f: &mut impl FnMut(PartMeaning, Block<'a
 }
 
 /// What a message's metadata says besides its parts.
-pub(crate) enum MessageNote {
+pub(crate) enum MessageNote<'a> {
     Citation(Citation),
     Trajectory(Trajectory),
+    /// A tool call the agent asks the user to approve (Agent Stack's
+    /// approval and tool-call extensions): shown, never answered here.
+    ToolCall(ToolCall<'a>),
+    /// An error the agent shows (Agent Stack's error extension).
+    Error {
+        message: Option<&'a str>,
+        code: Option<&'a str>,
+    },
     /// The keys with no meaning of their own, verbatim.
     Rest(Object),
 }
 
-/// Reads message metadata: Agent Stack citations and trajectory in the
-/// order they come, then the rest.
-pub(crate) fn message_notes(meta: &Object, mut f: impl FnMut(MessageNote)) {
+/// The path of an Agent Stack extension URI (`/ui/citation/v1`, …).
+fn agentstack_extension(key: &str) -> Option<&str> {
+    AGENTSTACK_HOSTS
+        .iter()
+        .find_map(|host| key.strip_prefix(host))
+}
+
+/// Reads message metadata: Agent Stack's citations, trajectory, approval
+/// and tool-call requests and errors in the order they come, then the rest.
+pub(crate) fn message_notes<'a>(meta: &'a Object, mut f: impl FnMut(MessageNote<'a>)) {
     let mut rest = Object::new();
     for (key, value) in meta {
-        if AGENTSTACK_CITATION.contains(&key.as_str()) {
-            for entry in citation_entries(value) {
-                f(MessageNote::Citation(citation(entry)));
+        let object = value.as_object();
+        match (agentstack_extension(key), object) {
+            (Some("/ui/citation/v1"), _) => {
+                for entry in citation_entries(value) {
+                    f(MessageNote::Citation(citation(entry)));
+                }
             }
-        } else if AGENTSTACK_TRAJECTORY.contains(&key.as_str()) {
-            if let Some(obj) = value.as_object() {
-                f(MessageNote::Trajectory(trajectory(obj)));
+            (Some("/ui/trajectory/v1"), Some(step)) => {
+                f(MessageNote::Trajectory(trajectory(step)));
             }
-        } else {
-            rest.insert(key.clone(), value.clone());
+            (Some("/interactions/approval/v1" | "/tools/call/v1"), Some(request)) => {
+                f(MessageNote::ToolCall(ToolCall {
+                    id: None,
+                    name: text(request, "name").unwrap_or(UNKNOWN_TOOL),
+                    arguments: request
+                        .get("input")
+                        .filter(|v| !v.is_null())
+                        .cloned()
+                        .unwrap_or_else(|| Value::Object(Object::new())),
+                    result: None,
+                }));
+            }
+            (Some("/ui/error/v1"), Some(report)) => {
+                let error = report.get("error").and_then(Value::as_object);
+                f(MessageNote::Error {
+                    message: error.and_then(|e| text(e, "message").or_else(|| text(e, "title"))),
+                    code: error.and_then(|e| text(e, "title")),
+                });
+            }
+            _ => {
+                rest.insert(key.clone(), value.clone());
+            }
         }
     }
     if !rest.is_empty() {
