@@ -72,6 +72,15 @@ pub async fn run(
             .collect();
     }
 
+    let mut activate = message.extensions.clone();
+    if let Some(action) = input.pointer("/forwardedProps/a2uiAction") {
+        let extension = a2ui_extension(action)?;
+        message.parts.push(OutgoingPart::Ui(action.clone()));
+        if !activate.iter().any(|e| e == extension) {
+            activate.push(extension.to_owned());
+        }
+    }
+
     let thread = thread_id.to_owned();
     let waiting_state = state.clone();
     let on_end = move |event: &Event, task: Option<&str>| {
@@ -96,11 +105,25 @@ pub async fn run(
         on_end: Some(Box::new(on_end)),
     };
     let rpc_id = format!("agui-{run_id}-{:x}", random_u64());
-    // The forwarded extensions are also the ones to activate.
-    let request = async {
-        Ok(outbound::build(&agent, &headers, &message, &rpc_id, &message.extensions).await)
-    };
+    // The forwarded extensions are also the ones to activate, with A2UI's
+    // for this request when it carries a UI action.
+    let request =
+        async { Ok(outbound::build(&agent, &headers, &message, &rpc_id, &activate).await) };
     relay::open(&state, agent.clone(), request, conversion).await
+}
+
+/// The A2UI extension a UI action belongs to: v0.9 actions say their
+/// version (`{"version":"v0.9","action":…}`), v0.8 ones carry `userAction`.
+fn a2ui_extension(action: &Value) -> Result<&'static str, ApiError> {
+    const V08: &str = "https://a2ui.org/a2a-extension/a2ui/v0.8";
+    const V09: &str = "https://a2ui.org/a2a-extension/a2ui/v0.9";
+    match action {
+        Value::Object(a) if a.contains_key("userAction") => Ok(V08),
+        Value::Object(a) if a.contains_key("action") => Ok(V09),
+        _ => Err(invalid(
+            "forwardedProps.a2uiAction must be an A2UI client message (userAction, or a v0.9 action)",
+        )),
+    }
 }
 
 fn invalid(message: impl Into<String>) -> ApiError {

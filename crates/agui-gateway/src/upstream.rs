@@ -289,7 +289,13 @@ pub enum OutgoingPart {
         name: Option<String>,
     },
     Data(Value),
+    /// An A2UI client message (a user action): a data part marked with the
+    /// A2UI media type, in part metadata as the A2UI extension says.
+    Ui(Value),
 }
+
+/// The media type A2UI parts carry.
+pub const A2UI_MEDIA_TYPE: &str = "application/json+a2ui";
 
 impl OutgoingPart {
     fn to_json(&self, version: A2aVersion) -> Value {
@@ -305,6 +311,12 @@ impl OutgoingPart {
             }
             OutgoingPart::Data(data) if v10 => json!({ "data": data }),
             OutgoingPart::Data(data) => json!({ "kind": "data", "data": data }),
+            OutgoingPart::Ui(data) if v10 => {
+                json!({ "data": data, "mediaType": A2UI_MEDIA_TYPE, "metadata": { "mimeType": A2UI_MEDIA_TYPE } })
+            }
+            OutgoingPart::Ui(data) => {
+                json!({ "kind": "data", "data": data, "metadata": { "mimeType": A2UI_MEDIA_TYPE } })
+            }
         };
         if let OutgoingPart::FileUri {
             media_type, name, ..

@@ -539,6 +539,49 @@ async fn a_thread_waiting_for_input_continues_its_task() {
 }
 
 #[tokio::test]
+async fn an_a2ui_action_goes_back_as_an_a2ui_part_with_its_extension_for_that_request_only() {
+    let (addr, fake) = fake_upstream().await;
+    let gw = gateway_for(&format!("http://{addr}/"), &[]);
+    let action = json!({ "userAction": { "name": "book", "surfaceId": "booking",
+        "sourceComponentId": "submit", "timestamp": "2026-11-23T09:00:00Z", "context": { "guests": 2 } } });
+    let input = json!({ "threadId": "t-ui", "runId": "r1", "messages": [{ "id": "u", "role": "user", "content": "book it" }],
+        "forwardedProps": { "a2uiAction": action } });
+    let (_, _, text) = post_text(&format!("{}/agui", gw.url()), &input, &[]).await;
+    assert_valid_run(&agui_events(&text));
+    let header = |headers: &[(String, String)], name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    let (headers, body) = {
+        let log = fake.log.lock().unwrap();
+        (log.headers.clone(), log.body.clone())
+    };
+    let parts = &body["params"]["message"]["parts"];
+    assert_eq!(parts[0], json!({ "kind": "text", "text": "book it" }));
+    assert_eq!(
+        parts[1],
+        json!({ "kind": "data", "data": action, "metadata": { "mimeType": "application/json+a2ui" } })
+    );
+    let v08 = "https://a2ui.org/a2a-extension/a2ui/v0.8";
+    assert_eq!(header(&headers, "x-a2a-extensions").as_deref(), Some(v08));
+    assert_eq!(header(&headers, "a2a-extensions").as_deref(), Some(v08));
+    // The next run of the same thread carries no action: no extension.
+    let input = json!({ "threadId": "t-ui", "runId": "r2", "messages": [{ "id": "u2", "role": "user", "content": "thanks" }] });
+    let (_, _, text) = post_text(&format!("{}/agui", gw.url()), &input, &[]).await;
+    assert_valid_run(&agui_events(&text));
+    let headers = fake.log.lock().unwrap().headers.clone();
+    assert_eq!(header(&headers, "x-a2a-extensions"), None);
+    // Not an A2UI action: a 400 before anything goes upstream.
+    let input = json!({ "threadId": "t-ui", "runId": "r3", "messages": [{ "id": "u3", "role": "user", "content": "x" }],
+        "forwardedProps": { "a2uiAction": "book" } });
+    let (status, _, text) = post_text(&format!("{}/agui", gw.url()), &input, &[]).await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("INVALID_RUN_INPUT"), "{text}");
+}
+
+#[tokio::test]
 async fn forwarded_props_metadata_and_extensions_reach_the_agent() {
     let (addr, fake) = fake_upstream().await;
     let gw = gateway_for(&format!("http://{addr}/"), &[]);
