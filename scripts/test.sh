@@ -38,6 +38,7 @@ step "cargo test" cargo test --workspace --locked -- --skip matrix
 step "conformance matrix (upstream x client x route x scenario)" \
     cargo test --locked -p agui-gateway --test gateway matrix -- --test-threads 1
 step "real clients over the golden outputs" tests/conformance/check-recordings.sh tests/golden
+step "A2UI activity parity with @ag-ui/a2a" node tests/conformance/node/a2ui-parity.mjs tests/golden/a2ui-v0.8-and-v0.9-surfaces
 step "conformance harness self-test" tests/conformance/selftest.sh
 step "real A2A agents smoke test" env SKIP_SETUP=1 RECORDINGS_DIR="$recordings" bash tests/agents/smoke.sh
 step "a2a-sdk client: direct vs through the gateway" bash tests/conformance/a2a_client_diff.sh
