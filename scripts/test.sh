@@ -28,15 +28,18 @@ trap 'rm -rf "$recordings"' EXIT
 
 step "install: AG-UI clients and validator" tests/conformance/setup.sh
 step "install: real A2A agents" bash tests/agents/setup.sh
+step "install: agent frameworks (ADK, fasta2a, Strands, ...)" bash tests/frameworks/setup.sh
 step "cargo fmt --check" cargo fmt --all -- --check
 step "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 step "module graphs have no cycle" python3 scripts/module_graph.py --quiet
 step "cargo build (binaries, benches)" cargo build --workspace --all-targets --locked
 # The conformance matrix runs alone: its node clients would otherwise share
 # the two cores with the behavioural tests that watch event timing.
-step "cargo test" cargo test --workspace --locked -- --skip matrix
+step "cargo test" cargo test --workspace --locked -- --skip matrix --skip frameworks
 step "conformance matrix (upstream x client x route x scenario)" \
     cargo test --locked -p agui-gateway --test gateway matrix -- --test-threads 1
+step "agent frameworks through the gateway x @ag-ui/client version" \
+    cargo test --locked -p agui-gateway --test gateway frameworks -- --test-threads 1
 step "real clients over the golden outputs" tests/conformance/check-recordings.sh tests/golden
 step "A2UI activity parity with @ag-ui/a2a" node tests/conformance/node/a2ui-parity.mjs tests/golden/a2ui-v0.8-and-v0.9-surfaces
 step "conformance harness self-test" tests/conformance/selftest.sh

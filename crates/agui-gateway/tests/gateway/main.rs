@@ -5,6 +5,7 @@
 //! All in one binary, to link once.
 #![allow(clippy::expect_used, clippy::unwrap_used)] // test code: a panic is the failure report
 
+mod frameworks;
 mod matrix;
 mod readme;
 mod support;

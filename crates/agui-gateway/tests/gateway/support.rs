@@ -47,7 +47,12 @@ impl Process {
 }
 
 /// Starts a command and waits (bounded) for a stdout line holding the port.
-fn start(mut command: Command, marker: &str, what: &str) -> Process {
+fn start(command: Command, marker: &str, what: &str) -> Process {
+    start_within(command, marker, what, Duration::from_secs(30))
+}
+
+/// `start`, with a longer wait for servers that start slowly.
+pub fn start_within(mut command: Command, marker: &str, what: &str, within: Duration) -> Process {
     command
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -70,11 +75,14 @@ fn start(mut command: Command, marker: &str, what: &str) -> Process {
             }
         }
     });
-    match rx.recv_timeout(Duration::from_secs(30)) {
+    match rx.recv_timeout(within) {
         Ok(Some(port)) => Process { child, port },
         _ => {
             let _ = child.kill();
-            panic!("{what} did not report its port within 30 s");
+            panic!(
+                "{what} did not report its port within {} s",
+                within.as_secs()
+            );
         }
     }
 }

@@ -1,0 +1,212 @@
+//! The agent frameworks people run, live: each framework's own A2A server
+//! (`tests/frameworks`, a scripted model, its own pinned venv) behind the
+//! gateway, driven through `/agui` by the real `@ag-ui/client` 1.0.0, 0.0.59
+//! and 0.0.48. What a person must see: reasoning as reasoning, every tool call
+//! with valid JSON arguments and its result, code execution, the final answer
+//! exactly once, interrupts as interrupts, state as state.
+//!
+//! Run alone (`--test-threads 1`, like the matrix): the servers are heavy.
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::matrix::CLIENTS;
+use crate::run_client;
+use crate::support::{Process, gateway_for, repo_root, start_within};
+
+/// One framework's own server, in its venv (`tests/frameworks/setup.sh`),
+/// started directly so that dropping the process stops the server.
+fn framework(name: &str, args: &[&str]) -> Process {
+    let root = repo_root();
+    let python = root
+        .join(".cache")
+        .join(format!("venv-fw-{name}"))
+        .join("bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run tests/frameworks/setup.sh",
+        python.display()
+    );
+    let mut command = Command::new(python);
+    command
+        .arg(root.join("tests/frameworks").join(name).join("server.py"))
+        .args(["--port", "0"])
+        .args(args)
+        .env("PYTHONWARNINGS", "ignore")
+        .current_dir(&root);
+    start_within(command, "READY ", name, Duration::from_secs(120))
+}
+
+/// What one scenario must look like to every client.
+struct Expect {
+    message: &'static str,
+    /// The final `result.state`.
+    state: &'static str,
+    /// The answer, which must appear exactly once in the assistant's text.
+    answer: Option<&'static str>,
+    /// Reasoning text that must arrive as reasoning.
+    reasoning: Option<&'static str>,
+    /// Tool calls (by name) that must be shown with valid JSON arguments,
+    /// and whether each must have a result.
+    tools: &'static [(&'static str, bool)],
+    /// An event type the run must contain.
+    event: Option<&'static str>,
+}
+
+const NONE: Expect = Expect {
+    message: "",
+    state: "completed",
+    answer: None,
+    reasoning: None,
+    tools: &[],
+    event: None,
+};
+
+fn check(label: &str, url: &str, expect: &Expect) {
+    for version in CLIENTS {
+        let run = run_client(version, url, &["--message", expect.message]);
+        let at = format!("{label} with @ag-ui/client {version}");
+        assert_eq!(run["ok"], true, "{at}: {run}");
+        let events = run["events"].as_array().cloned().unwrap_or_default();
+        let finished = events.iter().rev().find(|e| e["type"] == "RUN_FINISHED");
+        let state = finished.and_then(|e| e["result"]["state"].as_str());
+        assert_eq!(state, Some(expect.state), "{at}: {run}");
+        let messages = run["newMessages"].as_array().cloned().unwrap_or_default();
+        if let Some(answer) = expect.answer {
+            let text: String = messages
+                .iter()
+                .filter(|m| m["role"] == "assistant")
+                .filter_map(|m| m["content"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n");
+            assert_eq!(
+                text.matches(answer).count(),
+                1,
+                "{at}: the answer must appear once in {text:?}"
+            );
+        }
+        if let Some(reasoning) = expect.reasoning {
+            let thought: String = events
+                .iter()
+                .filter(|e| e["type"] == "REASONING_MESSAGE_CONTENT")
+                .filter_map(|e| e["delta"].as_str())
+                .collect();
+            assert_eq!(thought, reasoning, "{at}: reasoning");
+            let as_text = messages
+                .iter()
+                .filter(|m| m["role"] == "assistant")
+                .any(|m| m["content"].as_str().is_some_and(|c| c.contains(reasoning)));
+            assert!(!as_text, "{at}: the thought was shown as answer text");
+        }
+        for (tool, with_result) in expect.tools {
+            let call = messages
+                .iter()
+                .flat_map(|m| m["toolCalls"].as_array().cloned().unwrap_or_default())
+                .find(|c| c["function"]["name"] == *tool)
+                .unwrap_or_else(|| panic!("{at}: no {tool} call in {run}"));
+            let arguments = call["function"]["arguments"].as_str().unwrap_or("");
+            assert!(
+                serde_json::from_str::<Value>(arguments).is_ok_and(|a| a.is_object()),
+                "{at}: {tool} arguments {arguments:?} are not a JSON object"
+            );
+            let result = messages
+                .iter()
+                .any(|m| m["role"] == "tool" && m["toolCallId"] == call["id"]);
+            assert_eq!(result, *with_result, "{at}: {tool} result in {run}");
+        }
+        if let Some(event) = expect.event {
+            assert!(
+                events.iter().any(|e| e["type"] == event),
+                "{at}: no {event} in {run}"
+            );
+        }
+    }
+}
+
+fn through_gateway(server: &Process, path: &str) -> Process {
+    gateway_for(&format!("{}{path}", server.url()), &[])
+}
+
+#[test]
+fn frameworks_adk() {
+    let server = framework("adk", &[]);
+    let gw = through_gateway(&server, "/");
+    let url = format!("{}/agui", gw.url());
+    check(
+        "ADK tools",
+        &url,
+        &Expect {
+            message: "What is the weather? tools",
+            answer: Some("It is 21 °C (69.8 °F) and sunny in Paris."),
+            reasoning: Some("I should look up the weather."),
+            tools: &[("get_weather", true), ("code_execution", true)],
+            ..NONE
+        },
+    );
+    check(
+        "ADK long-running tool",
+        &url,
+        &Expect {
+            message: "Spend 5 euros, long-running please",
+            state: "input-required",
+            tools: &[("ask_approval", false)],
+            ..NONE
+        },
+    );
+    check(
+        "ADK state",
+        &url,
+        &Expect {
+            message: "Remember my city: state",
+            answer: Some("I will remember that you live in Paris."),
+            tools: &[("remember_city", true)],
+            event: Some("STATE_DELTA"),
+            ..NONE
+        },
+    );
+}
+
+#[test]
+fn frameworks_fasta2a() {
+    let server = framework("fasta2a", &[]);
+    let gw = through_gateway(&server, "/");
+    check(
+        "Pydantic AI (fasta2a)",
+        &format!("{}/agui", gw.url()),
+        &Expect {
+            message: "What is the weather? tools",
+            answer: Some("It is 21 °C in Paris."),
+            ..NONE
+        },
+    );
+}
+
+#[test]
+fn frameworks_strands() {
+    for (mode, args) in [("legacy", &[][..]), ("compliant", &["--compliant"][..])] {
+        let server = framework("strands", args);
+        let gw = through_gateway(&server, "/");
+        let url = format!("{}/agui", gw.url());
+        check(
+            &format!("Strands ({mode}) text"),
+            &url,
+            &Expect {
+                message: "Say something: text",
+                answer: Some("Streaming text from Strands."),
+                ..NONE
+            },
+        );
+        check(
+            &format!("Strands ({mode}) interrupt"),
+            &url,
+            &Expect {
+                message: "Delete the file: interrupt",
+                state: "input-required",
+                answer: Some("Agent requires input"),
+                ..NONE
+            },
+        );
+    }
+}
