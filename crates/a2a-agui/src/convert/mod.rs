@@ -428,7 +428,8 @@ impl<I: IdSource> Converter<I> {
         if !self.blocks.is_text_open_for(key) {
             self.blocks.close_text(out);
         }
-        let replaced = !chunk.append && self.artifacts.get(id).is_some_and(|a| a.parts_seen > 0);
+        let shown = self.artifacts.get(id).map_or(0, |a| a.parts_seen);
+        let replaced = !chunk.append && shown > 0;
         if replaced {
             // A replacement: what was streamed stays, the new content is a
             // new message (or nothing, when it repeats what was streamed).
@@ -454,7 +455,7 @@ impl<I: IdSource> Converter<I> {
         // A closing artifact of text only, whole in one event or replacing
         // one, often repeats the answer (ADK, Strands, LangGraph) or only
         // its last turn (fasta2a's `result`): it adds what is new.
-        let first_sight = self.artifacts.get(id).is_none_or(|a| a.parts_seen == 0);
+        let first_sight = shown == 0;
         let evidence = if chunk.last_chunk || replaced {
             Evidence::Closing
         } else {

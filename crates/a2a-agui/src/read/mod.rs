@@ -171,10 +171,15 @@ pub(crate) enum Parts<'a> {
 
 impl<'a> Parts<'a> {
     /// A fingerprint of the parts as sent, to recognise the same parts
-    /// sent again; `None` for the fast reader's (text is compared as text).
+    /// sent again; `None` when they are all text (text is compared as text,
+    /// by the repeat checks).
     pub(crate) fn fingerprint(&self) -> Option<crate::digest::TextDigest> {
         match self {
-            Parts::Values(values) if !values.is_empty() => {
+            Parts::Values(values)
+                if values
+                    .iter()
+                    .any(|p| !matches!(part::part_body(p), PartBody::Text(_))) =>
+            {
                 Some(crate::digest::TextDigest::of_json(values))
             }
             _ => None,
