@@ -16,9 +16,35 @@ use crate::matrix::CLIENTS;
 use crate::run_client;
 use crate::support::{Process, gateway_for, repo_root, start_within};
 
+/// A framework server, stopped with SIGTERM when dropped: a launcher (the
+/// LangGraph one runs `langgraph dev`) then stops what it started, which a
+/// SIGKILL would leave running.
+struct Server(Process);
+
+impl std::ops::Deref for Server {
+    type Target = Process;
+
+    fn deref(&self) -> &Process {
+        &self.0
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.0.terminate();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            if matches!(self.0.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
 /// One framework's own server, in its venv (`tests/frameworks/setup.sh`),
-/// started directly so that dropping the process stops the server.
-fn framework(name: &str, args: &[&str]) -> Process {
+/// started directly (no wrapper between the test and the server).
+fn framework(name: &str, args: &[&str]) -> Server {
     let root = repo_root();
     let python = root
         .join(".cache")
@@ -36,7 +62,12 @@ fn framework(name: &str, args: &[&str]) -> Process {
         .args(args)
         .env("PYTHONWARNINGS", "ignore")
         .current_dir(&root);
-    start_within(command, "READY ", name, Duration::from_secs(120))
+    Server(start_within(
+        command,
+        "READY ",
+        name,
+        Duration::from_secs(120),
+    ))
 }
 
 /// What one scenario must look like to every client.
@@ -125,7 +156,7 @@ fn check(label: &str, url: &str, expect: &Expect) {
     }
 }
 
-fn through_gateway(server: &Process, path: &str) -> Process {
+fn through_gateway(server: &Server, path: &str) -> Process {
     gateway_for(&format!("{}{path}", server.url()), &[])
 }
 
@@ -209,4 +240,59 @@ fn frameworks_strands() {
             },
         );
     }
+}
+
+#[test]
+fn frameworks_langgraph() {
+    let server = framework("langgraph", &[]);
+    // The default assistant of graph `agent` (uuid5 of the graph namespace).
+    let gw = through_gateway(&server, "/a2a/fe096781-5601-53d2-b2f6-0d3403f7e9ca");
+    let url = format!("{}/agui", gw.url());
+    check(
+        "LangGraph tools",
+        &url,
+        &Expect {
+            message: "What is the weather? tools",
+            answer: Some("It is 21 °C and sunny in Paris."),
+            tools: &[("get_weather", true)],
+            ..NONE
+        },
+    );
+    check(
+        "LangGraph interrupt",
+        &url,
+        &Expect {
+            message: "Book it: interrupt",
+            state: "input-required",
+            ..NONE
+        },
+    );
+}
+
+#[test]
+fn frameworks_agentstack() {
+    let server = framework("agentstack", &[]);
+    let gw = through_gateway(&server, "/jsonrpc/");
+    let url = format!("{}/agui", gw.url());
+    check(
+        "Agent Stack trajectory",
+        &url,
+        &Expect {
+            message: "Research this: trajectory",
+            answer: Some("Python leads AI."),
+            event: Some("CUSTOM"),
+            ..NONE
+        },
+    );
+    check(
+        "Agent Stack approval",
+        &url,
+        &Expect {
+            message: "Run the tool: approval",
+            state: "input-required",
+            answer: Some("Approval requested"),
+            tools: &[("delete_file", false)],
+            ..NONE
+        },
+    );
 }
