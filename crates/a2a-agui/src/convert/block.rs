@@ -4,7 +4,7 @@
 //! closes the other; `close` closes whichever it is.
 
 use std::collections::HashSet;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 
 use super::MAX_TRACKED;
 use super::repeat::Transcript;
@@ -14,36 +14,43 @@ use crate::event::{AssistantRole, Event, Id, ReasoningRole, TextMetadata};
 use crate::ids::{IdKind, IdSource};
 use crate::read::Thinking;
 
-/// Which text stream a piece of text continues. Text for a different key
-/// closes the open message and starts a fresh one.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum KeyRef<'a> {
-    Message(&'a str),
-    Status,
-    Artifact(&'a str),
-    Acp,
-}
+/// Which text stream a piece of text continues (a message id, the task's
+/// status messages, an artifact id, ACP's message parts). Text for another
+/// segment closes the open message and starts a fresh one.
+///
+/// A segment is kept as a fingerprint of its kind and id, computed once per
+/// item, so a new segment costs no allocation and a comparison no string
+/// compare. A collision would at worst continue one message with another's
+/// text, which breaks no client rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Segment(u64);
 
-impl KeyRef<'_> {
-    /// What the open segment remembers of its key: a fingerprint, so a new
-    /// segment costs no allocation. A collision would at worst continue one
-    /// message with another's text, which breaks no client rule.
-    fn fingerprint(self) -> u64 {
-        let mut hasher = WordHashBuilder::default().build_hasher();
-        match self {
-            KeyRef::Message(id) => (0u8, id).hash(&mut hasher),
-            KeyRef::Status => 1u8.hash(&mut hasher),
-            KeyRef::Artifact(id) => (2u8, id).hash(&mut hasher),
-            KeyRef::Acp => 3u8.hash(&mut hasher),
-        }
-        hasher.finish()
+impl Segment {
+    fn of(kind: u8, id: &str) -> Segment {
+        Segment(WordHashBuilder::default().hash_one((kind, id)))
+    }
+
+    pub(super) fn message(id: &str) -> Segment {
+        Segment::of(0, id)
+    }
+
+    pub(super) fn status() -> Segment {
+        Segment::of(1, "")
+    }
+
+    pub(super) fn artifact(id: &str) -> Segment {
+        Segment::of(2, id)
+    }
+
+    pub(super) fn acp() -> Segment {
+        Segment::of(3, "")
     }
 }
 
 #[derive(Debug)]
 struct OpenText {
     id: Id,
-    key: u64,
+    key: Segment,
     digest: TextDigest,
 }
 
@@ -91,15 +98,15 @@ impl Blocks {
     }
 
     /// The digest of the open text segment, if it is `key`'s.
-    pub(super) fn open_text_digest_for(&self, key: KeyRef<'_>) -> Option<TextDigest> {
+    pub(super) fn open_text_digest_for(&self, key: Segment) -> Option<TextDigest> {
         match &self.open {
-            Open::Text(text) if text.key == key.fingerprint() => Some(text.digest),
+            Open::Text(text) if text.key == key => Some(text.digest),
             _ => None,
         }
     }
 
-    pub(super) fn is_text_open_for(&self, key: KeyRef<'_>) -> bool {
-        matches!(&self.open, Open::Text(text) if text.key == key.fingerprint())
+    pub(super) fn is_text_open_for(&self, key: Segment) -> bool {
+        matches!(&self.open, Open::Text(text) if text.key == key)
     }
 
     pub(super) fn close(&mut self, out: &mut Vec<Event>) {
@@ -122,7 +129,7 @@ impl Blocks {
         }
     }
 
-    pub(super) fn close_text_of(&mut self, key: KeyRef<'_>, out: &mut Vec<Event>) {
+    pub(super) fn close_text_of(&mut self, key: Segment, out: &mut Vec<Event>) {
         if self.is_text_open_for(key) {
             self.close(out);
         }
@@ -162,7 +169,7 @@ impl Blocks {
     pub(super) fn text(
         &mut self,
         ids: &mut impl IdSource,
-        key: KeyRef<'_>,
+        key: Segment,
         delta: &str,
         out: &mut Vec<Event>,
     ) {
@@ -179,7 +186,7 @@ impl Blocks {
             self.last_text_id = Some(id.clone());
             self.open = Open::Text(OpenText {
                 id,
-                key: key.fingerprint(),
+                key,
                 digest: TextDigest::default(),
             });
         }

@@ -26,7 +26,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use self::artifacts::Artifacts;
-use self::block::{Blocks, KeyRef};
+use self::block::{Blocks, Segment};
 use self::repeat::{Evidence, Repeat};
 use self::run::{Ending, Lifecycle};
 use self::status::Origin;
@@ -333,7 +333,7 @@ impl<I: IdSource> Converter<I> {
     fn on_block(
         &mut self,
         block: Block<'_>,
-        key: KeyRef<'_>,
+        key: Segment,
         artifact_id: Option<&str>,
         out: &mut Vec<Event>,
     ) {
@@ -424,7 +424,7 @@ impl<I: IdSource> Converter<I> {
     fn on_artifact(&mut self, mut chunk: ArtifactChunk<'_>, out: &mut Vec<Event>) {
         self.run.saw_task = true;
         let id = chunk.id;
-        let key = KeyRef::Artifact(id);
+        let key = Segment::artifact(id);
         if !self.blocks.is_text_open_for(key) {
             self.blocks.close_text(out);
         }
@@ -468,7 +468,7 @@ impl<I: IdSource> Converter<I> {
             && chunk.parts.fingerprint() == self.last_message_parts
         {
             // The last message again, as the task's result (ADK).
-            return self.end_artifact_chunk(&chunk, out);
+            return self.end_artifact_chunk(&chunk, key, out);
         }
         let verdict = closing
             .then(|| chunk.parts.plain_text())
@@ -481,16 +481,21 @@ impl<I: IdSource> Converter<I> {
             Some(Repeat::Skip) => {}
             Some(Repeat::Remainder(rest)) => self.blocks.text(&mut self.ids, key, &rest, out),
             Some(Repeat::Emit) | None => {
-                self.artifact_parts(id, chunk.parts, repeats_streamed, out)
+                self.artifact_parts(id, key, chunk.parts, repeats_streamed, out)
             }
         }
-        self.end_artifact_chunk(&chunk, out);
+        self.end_artifact_chunk(&chunk, key, out);
     }
 
     /// What every chunk ends with: parts counted, the text closed on the
     /// last chunk, the client commands.
-    fn end_artifact_chunk(&mut self, chunk: &ArtifactChunk<'_>, out: &mut Vec<Event>) {
-        let (id, key) = (chunk.id, KeyRef::Artifact(chunk.id));
+    fn end_artifact_chunk(
+        &mut self,
+        chunk: &ArtifactChunk<'_>,
+        key: Segment,
+        out: &mut Vec<Event>,
+    ) {
+        let id = chunk.id;
         if let Some(state) = self.artifacts.state(id) {
             state.parts_seen += chunk.parts.len();
         }
@@ -508,11 +513,11 @@ impl<I: IdSource> Converter<I> {
     fn artifact_parts(
         &mut self,
         id: &str,
+        key: Segment,
         parts: Parts<'_>,
         repeats_streamed: bool,
         out: &mut Vec<Event>,
     ) {
-        let key = KeyRef::Artifact(id);
         let mut final_text = String::new();
         parts.for_each_block(|meaning, block| match block {
             Block::Text(text) if repeats_streamed && meaning == PartMeaning::PlainText => {
@@ -545,7 +550,7 @@ impl<I: IdSource> Converter<I> {
             *offset += count;
             let streamed = self.artifacts.get(id).map_or(0, |a| a.parts_seen);
             self.artifacts.describe(id, &view.description, out);
-            let key = KeyRef::Artifact(id);
+            let key = Segment::artifact(id);
             view.parts
                 .skip(streamed.saturating_sub(start))
                 .for_each_block(|_, block| self.on_block(block, key, Some(id), out));
@@ -584,7 +589,7 @@ impl<I: IdSource> Converter<I> {
             AcpEvent::Failed { code, message } => self.fail_run(&code, message, out),
             AcpEvent::MessageBoundary => self.blocks.close_text(out),
             AcpEvent::Part(parts) => {
-                parts.for_each_block(|_, block| self.on_block(block, KeyRef::Acp, None, out));
+                parts.for_each_block(|_, block| self.on_block(block, Segment::acp(), None, out));
             }
             AcpEvent::Generic { payload, event } => {
                 let value = payload

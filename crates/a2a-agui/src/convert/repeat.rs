@@ -42,23 +42,36 @@ pub(super) enum Repeat {
 }
 
 /// Digests of the text written in this run.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Transcript {
     /// All text of the run, in order.
     run_text: TextDigest,
     recent_segments: VecDeque<TextDigest>,
     /// The end of the run's text (at most about 2 × `TAIL_BYTES`).
     tail: String,
-    /// Where recent deltas started, as offsets into the run's text.
-    delta_starts: VecDeque<usize>,
+    /// Where recent deltas started, as offsets into the run's text: a ring,
+    /// `next` the slot the next start goes to.
+    delta_starts: [usize; DELTA_STARTS],
+    next: usize,
+}
+
+impl Default for Transcript {
+    fn default() -> Self {
+        Transcript {
+            run_text: TextDigest::default(),
+            recent_segments: VecDeque::new(),
+            tail: String::new(),
+            // No delta starts at `usize::MAX`: an empty slot never matches.
+            delta_starts: [usize::MAX; DELTA_STARTS],
+            next: 0,
+        }
+    }
 }
 
 impl Transcript {
     pub(super) fn record_delta(&mut self, delta: &str) {
-        if self.delta_starts.len() == DELTA_STARTS {
-            self.delta_starts.pop_front();
-        }
-        self.delta_starts.push_back(self.run_text.len());
+        self.delta_starts[self.next] = self.run_text.len();
+        self.next = (self.next + 1) % DELTA_STARTS;
         self.run_text.update(delta);
         self.tail.push_str(delta);
         if self.tail.len() > 2 * TAIL_BYTES {
@@ -139,7 +152,11 @@ impl Transcript {
         let Some(start) = self.run_text.len().checked_sub(trailing + text.len()) else {
             return false;
         };
-        let deltas = self.delta_starts.iter().filter(|&&s| s >= start).count();
+        let deltas = self
+            .delta_starts
+            .iter()
+            .filter(|&&s| s != usize::MAX && s >= start)
+            .count();
         let needed = match evidence {
             Evidence::Closing => 1,
             Evidence::Opening => 2,

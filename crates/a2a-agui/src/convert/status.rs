@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::block::KeyRef;
+use super::block::Segment;
 use super::repeat::{Evidence, Repeat};
 use super::{Converter, MAX_TRACKED, raw};
 use crate::codes::ErrorCode;
@@ -149,8 +149,8 @@ impl<I: IdSource> Converter<I> {
             self.seen_messages.insert(id.to_owned());
         }
         let key = match origin {
-            Origin::Stream => KeyRef::Message(message_id.unwrap_or("")),
-            Origin::Status | Origin::Closing => KeyRef::Status,
+            Origin::Stream => Segment::message(message_id.unwrap_or("")),
+            Origin::Status | Origin::Closing => Segment::status(),
         };
         // A closing status often repeats the answer already streamed
         // (Hector sends the whole text again): repeats add nothing, and a
@@ -165,7 +165,7 @@ impl<I: IdSource> Converter<I> {
             }),
             // LangGraph sends each status message with all the text so far.
             Origin::Status => message.plain_text().map_or(Repeat::Emit, |whole| {
-                let open = self.blocks.open_text_digest_for(KeyRef::Status);
+                let open = self.blocks.open_text_digest_for(Segment::status());
                 self.blocks.transcript.cumulative(&whole, open)
             }),
             Origin::Stream => Repeat::Emit,
