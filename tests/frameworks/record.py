@@ -48,9 +48,11 @@ def venv_python(name: str) -> str:
 # Requests
 
 
-def text_message(message_id: str, text: str) -> dict:
-    return {'kind': 'message', 'role': 'user', 'messageId': message_id,
-            'parts': [{'kind': 'text', 'text': text}]}
+def text_message(message_id: str, text: str, metadata: dict | None = None) -> dict:
+    part = {'kind': 'text', 'text': text}
+    if metadata is not None:
+        part['metadata'] = metadata
+    return {'kind': 'message', 'role': 'user', 'messageId': message_id, 'parts': [part]}
 
 
 def rpc03(request_id: str, message: dict) -> dict:
@@ -184,6 +186,8 @@ class Recording:
     headers: dict[str, str] = field(default_factory=dict)
     # Builds the follow-up message parts (and metadata) from the first response's events.
     followup: Callable[[list[Any]], dict] | None = None
+    # Metadata of the user's text part (CrewAI reads a JSON schema from it).
+    part_metadata: dict | None = None
 
 
 @dataclass
@@ -229,6 +233,15 @@ def agentstack_followup(events: list[Any]) -> dict:
     return {'parts': [], 'metadata': {AGENTSTACK_APPROVAL: {'decision': 'approve'}}}
 
 
+# What CrewAI's own A2A client puts on the text part when it wants structured output
+# (crewai/a2a/utils/delegation.py: mimeType + the response model's JSON schema).
+CREWAI_SCHEMA = {'mimeType': 'application/json', 'schema': {
+    'title': 'Weather', 'type': 'object',
+    'properties': {'city': {'type': 'string'}, 'temp_c': {'type': 'integer'},
+                   'sky': {'type': 'string'}},
+    'required': ['city', 'temp_c', 'sky']}}
+
+
 def langgraph_path(port: int) -> str:
     assistants = get_json(port, '/assistants/search', 'POST', {'graph_id': 'agent', 'limit': 10})
     if not assistants:
@@ -270,6 +283,20 @@ FRAMEWORKS: dict[str, Framework] = {
         Recording('', 'citation', 'Cite it: citation'),
         Recording('', 'approval', 'Run the tool: approval', followup=agentstack_followup),
     ]}, a2a_path=lambda port: '/jsonrpc/'),
+    'crewai': Framework('crewai', 'crewai', {'': []}, {'': [
+        Recording('', 'answer', 'What is the weather in Paris? answer'),
+        Recording('', 'data', 'The weather in Paris as data', part_metadata=CREWAI_SCHEMA),
+        Recording('', 'data-ignored', 'The weather in Paris as data (data-ignored)',
+                  part_metadata=CREWAI_SCHEMA),
+    ]}),
+    # A2AExecutor(agent, stream=True) by default, stream=False with --no-stream. a2a-sdk 1.x with
+    # the v0.3 compatibility layer, so both dialects are recorded for the streaming mode.
+    'maf': Framework('maf', 'maf', {'stream': [], 'nostream': ['--no-stream']}, {
+        'stream': [Recording('stream', 'text', 'Say hello: text'),
+                   Recording('stream-jsonrpc10', 'text', 'Say hello: text', dialect='10',
+                             headers={'A2A-Version': '1.0'})],
+        'nostream': [Recording('nostream', 'text', 'Say hello: text')],
+    }),
 }
 
 
@@ -379,7 +406,7 @@ def send(port: int, path: str, stem: str, request: dict, headers: dict[str, str]
 def record_one(fw: Framework, rec: Recording, port: int, path: str) -> list[str]:
     stem = file_stem(fw.name, rec, False)
     build = rpc10 if rec.dialect == '10' else rpc03
-    message = text_message(f'msg-{stem}', rec.text)
+    message = text_message(f'msg-{stem}', rec.text, rec.part_metadata)
     events = send(port, path, stem, build(stem, message), rec.headers)
     written = [stem]
     if rec.followup is not None:
@@ -467,7 +494,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--only', nargs='+', choices=sorted(FRAMEWORKS), help='frameworks to record')
     ap.add_argument('--serve', choices=sorted(FRAMEWORKS), help='only start this server')
-    ap.add_argument('--mode', default=None, help='server mode for --serve (strands: legacy|compliant)')
+    ap.add_argument('--mode', default=None, help='server mode for --serve (strands: legacy|compliant, maf: stream|nostream)')
     ap.add_argument('--max-seconds', type=float, default=3600.0,
                     help='--serve stops the server after this long (default 3600)')
     args = ap.parse_args()

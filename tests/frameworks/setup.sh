@@ -6,6 +6,9 @@
 #   <repo>/.cache/venv-fw-strands     strands-agents[a2a] 1.62.0 + a2a-sdk 0.3.26
 #   <repo>/.cache/venv-fw-langgraph   langgraph-cli[inmem] 0.4.40 + langgraph-api 0.16.7
 #   <repo>/.cache/venv-fw-agentstack  agentstack-sdk 0.7.1 (mcp<2, fastapi<0.125)
+#   <repo>/.cache/venv-fw-crewai      crewai[a2a] 1.15.30 + a2a-sdk 0.3.26
+#   <repo>/.cache/venv-fw-maf         agent-framework-a2a 1.0.0b261022 + agent-framework-core 1.23.0
+#                                     + a2a-sdk 1.3.0
 # Idempotent and non-interactive (scripts/lib/pinned.sh); reruns take well under a second.
 # Works from any cwd. `setup.sh adk strands` installs only the named frameworks.
 set -euo pipefail
@@ -43,7 +46,7 @@ pinned_venv_with_sdist() {
     printf '%s\n' "$key" > "$stamp"
 }
 
-ALL=(adk fasta2a strands langgraph agentstack)
+ALL=(adk fasta2a strands langgraph agentstack crewai maf)
 if (($#)); then SELECTED=("$@"); else SELECTED=("${ALL[@]}"); fi
 
 # The distribution whose version identifies each framework.
@@ -54,6 +57,8 @@ dist_of() {
         strands) echo strands-agents a2a-sdk ;;
         langgraph) echo langgraph-api langgraph-cli langgraph langchain-core ;;
         agentstack) echo agentstack-sdk a2a-sdk ;;
+        crewai) echo crewai a2a-sdk ;;
+        maf) echo agent-framework-a2a agent-framework-core a2a-sdk ;;
         *) return 1 ;;
     esac
 }

@@ -296,3 +296,35 @@ fn frameworks_agentstack() {
         },
     );
 }
+
+#[test]
+fn frameworks_crewai() {
+    let server = framework("crewai", &[]);
+    let gw = through_gateway(&server, "/");
+    check(
+        "CrewAI",
+        &format!("{}/agui", gw.url()),
+        &Expect {
+            message: "What is the weather in Paris? answer",
+            answer: Some("Paris is sunny, 21 °C."),
+            ..NONE
+        },
+    );
+}
+
+#[test]
+fn frameworks_microsoft_agent_framework() {
+    for (mode, args) in [("stream", &[][..]), ("no stream", &["--no-stream"][..])] {
+        let server = framework("maf", args);
+        let gw = through_gateway(&server, "/");
+        check(
+            &format!("Microsoft Agent Framework ({mode})"),
+            &format!("{}/agui", gw.url()),
+            &Expect {
+                message: "Say hello: text",
+                answer: Some("Hello from the Agent Framework."),
+                ..NONE
+            },
+        );
+    }
+}
