@@ -164,10 +164,13 @@ impl<I: IdSource> Converter<I> {
                 )
             }),
             // LangGraph sends each status message with all the text so far.
-            Origin::Status => message.plain_text().map_or(Repeat::Emit, |whole| {
-                let open = self.blocks.open_text_digest_for(Segment::status());
-                self.blocks.transcript.cumulative(&whole, open)
-            }),
+            // (Only while status text is open can it be cumulative.)
+            Origin::Status => match self.blocks.open_text_digest_for(Segment::status()) {
+                Some(open) => message.plain_text().map_or(Repeat::Emit, |whole| {
+                    self.blocks.transcript.cumulative(&whole, Some(open))
+                }),
+                None => Repeat::Emit,
+            },
             Origin::Stream => Repeat::Emit,
         };
         match repeat {

@@ -59,11 +59,27 @@ pub fn write_agui_frame(
     {
         out.pop();
         out.extend_from_slice(b",\"timestamp\":");
-        out.extend_from_slice(ms.to_string().as_bytes());
+        push_decimal(out, ms);
         out.push(b'}');
     }
     out.extend_from_slice(b"\n\n");
     Ok(())
+}
+
+/// Appends `n` in decimal: every event carries a timestamp, and
+/// `to_string` would allocate a `String` per event for it.
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 /// An encoder for one stream in the chosen format.
@@ -94,6 +110,18 @@ impl Encoder {
         match self {
             Encoder::Agui => write_agui_frame(event, now_ms, out),
             Encoder::Hector(hector) => hector.encode(event, out),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn decimals_are_written_as_to_string_would() {
+        for n in [0, 7, 10, 99, 1_763_700_000_000, u64::MAX] {
+            let mut out = Vec::new();
+            super::push_decimal(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
         }
     }
 }

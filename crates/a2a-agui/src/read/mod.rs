@@ -170,15 +170,19 @@ pub(crate) enum Parts<'a> {
 }
 
 impl<'a> Parts<'a> {
-    /// A fingerprint of the parts as sent, to recognise the same parts
-    /// sent again; `None` when they are all text (text is compared as text,
-    /// by the repeat checks).
+    /// A fingerprint of the parts as sent, to recognise the same parts sent
+    /// again: ADK's legacy executor closes with an artifact repeating its
+    /// last message's parts, data parts included. `None` for any other
+    /// parts (text is compared as text, by the repeat checks), so other
+    /// agents' messages pay nothing for it.
     pub(crate) fn fingerprint(&self) -> Option<crate::digest::TextDigest> {
         match self {
             Parts::Values(values)
-                if values
-                    .iter()
-                    .any(|p| !matches!(part::part_body(p), PartBody::Text(_))) =>
+                if values.iter().any(|p| {
+                    p.as_object()
+                        .and_then(json::metadata)
+                        .is_some_and(adk::is_adk)
+                }) =>
             {
                 Some(crate::digest::TextDigest::of_json(values))
             }
