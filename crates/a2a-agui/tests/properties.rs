@@ -132,13 +132,17 @@ fn artifact() -> impl Strategy<Value = Value> {
         prop::collection::vec(part(), 0..3),
         any::<bool>(),
         any::<bool>(),
-        any::<bool>(),
+        0..4u8,
         prop_oneof![Just(None), Just(Some(true)), Just(Some(false))],
     )
-        .prop_map(|(id, parts, append, last, commands, partial)| {
+        .prop_map(|(id, parts, append, last, metadata, partial)| {
             let mut a = json!({ "artifactId": id, "parts": parts });
-            if commands {
-                a["metadata"] = json!({ "commands": [{ "name": "C", "params": [] }] });
+            match metadata {
+                1 => a["metadata"] = json!({ "commands": [{ "name": "C", "params": [] }] }),
+                // ADK's new executor: per-event metadata on the artifact.
+                2 => a["metadata"] = json!({ "adk_event_id": "e1", "adk_actions": { "stateDelta": { "k": 1 } } }),
+                3 => a["metadata"] = json!({ "commands": [{ "name": "D", "params": [] }], "adk_actions": { "stateDelta": { "k": 2 } } }),
+                _ => {}
             }
             let mut update = json!({ "artifact": a, "append": append, "lastChunk": last });
             if let Some(partial) = partial {

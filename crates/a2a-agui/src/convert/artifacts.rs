@@ -13,7 +13,7 @@ use super::MAX_TRACKED;
 use crate::custom::{ArtifactNotice, Custom, EventMetadata};
 use crate::digest::{TextDigest, WordHashBuilder};
 use crate::event::Event;
-use crate::read::{Description, Object, without_commands};
+use crate::read::{self, Description, Object, without_commands};
 
 #[derive(Debug, Default)]
 pub(super) struct ArtifactState {
@@ -28,6 +28,17 @@ pub(super) struct ArtifactState {
     /// A `partial: true` event streamed into this artifact.
     pub(super) streamed_partial: bool,
     commands: Option<TextDigest>,
+    /// Fingerprint of the state delta last sent for this artifact.
+    state_delta: Option<TextDigest>,
+}
+
+/// What a raw description's metadata held besides the description, found
+/// when it was parsed (only when it changed): the fast reader leaves the
+/// metadata unread, so these come from here.
+#[derive(Debug, Default)]
+pub(super) struct Extras {
+    pub(super) commands: Option<Value>,
+    pub(super) state_delta: Option<Object>,
 }
 
 #[derive(Debug, Default)]
@@ -60,18 +71,24 @@ impl Artifacts {
         id: &str,
         description: &Description<'_>,
         out: &mut Vec<Event>,
-    ) {
+    ) -> Extras {
         match description {
             Description::Parsed { fields, metadata } => {
                 self.describe_parsed(id, *fields, *metadata, out);
+                Extras::default()
             }
             Description::Raw(raw) => self.describe_raw(id, raw, out),
         }
     }
 
-    fn describe_raw(&mut self, id: &str, raw: &[Option<&RawValue>; 4], out: &mut Vec<Event>) {
+    fn describe_raw(
+        &mut self,
+        id: &str,
+        raw: &[Option<&RawValue>; 4],
+        out: &mut Vec<Event>,
+    ) -> Extras {
         if raw.iter().all(Option::is_none) {
-            return;
+            return Extras::default();
         }
         let raw_digest = {
             let mut hasher = WordHashBuilder::default().build_hasher();
@@ -84,7 +101,7 @@ impl Artifacts {
             .get(id)
             .is_some_and(|a| a.raw_description == Some(raw_digest))
         {
-            return;
+            return Extras::default();
         }
         let parse =
             |raw: &Option<&RawValue>| raw.and_then(|r| serde_json::from_str::<Value>(r.get()).ok());
@@ -98,6 +115,10 @@ impl Artifacts {
         );
         if let Some(state) = self.state(id) {
             state.raw_description = Some(raw_digest);
+        }
+        Extras {
+            commands: read::commands(metadata).cloned(),
+            state_delta: read::state_delta(metadata).cloned(),
         }
     }
 
@@ -150,6 +171,20 @@ impl Artifacts {
             artifact_id: id.to_owned(),
             metadata,
         })));
+    }
+
+    /// True when `delta` differs from the last one this artifact stated (an
+    /// artifact's metadata repeated on every chunk states it once).
+    pub(super) fn state_delta_changed(&mut self, id: &str, delta: &Object) -> bool {
+        let digest = TextDigest::of_json(delta);
+        match self.state(id) {
+            Some(state) if state.state_delta == Some(digest) => false,
+            Some(state) => {
+                state.state_delta = Some(digest);
+                true
+            }
+            None => true,
+        }
     }
 
     /// `a2a.commands`, when they first appear or change.

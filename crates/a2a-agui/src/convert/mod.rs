@@ -438,8 +438,13 @@ impl<I: IdSource> Converter<I> {
                 state.parts_seen = 0;
             }
         }
-        self.artifacts.describe(id, &chunk.description, out);
-        self.state_delta(chunk.state_delta, out);
+        let extras = self.artifacts.describe(id, &chunk.description, out);
+        if let Some(delta) = chunk.state_delta.or(extras.state_delta.as_ref())
+            && self.artifacts.state_delta_changed(id, delta)
+        {
+            self.state_delta(Some(delta), out);
+        }
+        let commands = chunk.commands.or(extras.commands.as_ref());
         if let Some(metadata) = chunk.event_metadata.take() {
             self.artifacts.event_metadata(id, metadata, out);
         }
@@ -468,7 +473,7 @@ impl<I: IdSource> Converter<I> {
             && chunk.parts.fingerprint() == self.last_message_parts
         {
             // The last message again, as the task's result (ADK).
-            return self.end_artifact_chunk(&chunk, key, out);
+            return self.end_artifact_chunk(&chunk, commands, key, out);
         }
         let verdict = closing
             .then(|| chunk.parts.plain_text())
@@ -484,7 +489,7 @@ impl<I: IdSource> Converter<I> {
                 self.artifact_parts(id, key, chunk.parts, repeats_streamed, out)
             }
         }
-        self.end_artifact_chunk(&chunk, key, out);
+        self.end_artifact_chunk(&chunk, commands, key, out);
     }
 
     /// What every chunk ends with: parts counted, the text closed on the
@@ -492,6 +497,7 @@ impl<I: IdSource> Converter<I> {
     fn end_artifact_chunk(
         &mut self,
         chunk: &ArtifactChunk<'_>,
+        commands: Option<&Value>,
         key: Segment,
         out: &mut Vec<Event>,
     ) {
@@ -502,7 +508,7 @@ impl<I: IdSource> Converter<I> {
         if chunk.last_chunk {
             self.blocks.close_text_of(key, out);
         }
-        if let Some(commands) = chunk.commands {
+        if let Some(commands) = commands {
             self.artifacts.commands(id, commands, out);
         }
     }

@@ -7,7 +7,7 @@
 //! map per object and a string per string, which caps the converter well
 //! below a million events a second. This reader borrows strings from the
 //! input and skips what it does not need. Anything it is not certain about
-//! (a hint, a file or data part, commands, a field of an unexpected type —
+//! (a hint, a file or data part, a field of an unexpected type —
 //! serde then fails the parse) is left to the lenient `Value` reader, so
 //! both readers always agree on the result.
 
@@ -214,7 +214,6 @@ pub(crate) fn read(json: &str) -> Option<FastItem<'_>> {
             && artifact.append.is_none()
             && artifact.last_chunk.is_none()
             && artifact.parts.iter().all(Part::is_plain_text)
-            && !artifact.metadata.is_some_and(|m| lenient_metadata(m.get()))
     } else {
         matches!(node.kind, None | Some("message"))
             && node
@@ -227,21 +226,6 @@ pub(crate) fn read(json: &str) -> Option<FastItem<'_>> {
                 .is_some_and(|parts| parts.iter().all(Part::is_plain_text))
     };
     plain.then_some(FastItem { node })
-}
-
-/// Artifact metadata keys that mean more than a description: the
-/// multimodal `commands` and ADK's `adk_actions` (state). Checked on the
-/// raw bytes of every chunk: a plain loop is cheapest on the short
-/// metadata agents repeat (SIMD searchers cost more to set up than the
-/// scan, measured with callgrind).
-fn lenient_metadata(raw: &str) -> bool {
-    let bytes = raw.as_bytes();
-    (0..bytes.len()).any(|at| {
-        bytes[at] == b'"' && {
-            let key = &bytes[at + 1..];
-            key.starts_with(b"commands\"") || key.starts_with(b"adk_actions\"")
-        }
-    })
 }
 
 impl Part<'_> {

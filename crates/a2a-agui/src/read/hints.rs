@@ -358,7 +358,7 @@ pub(crate) fn message_notes<'a>(meta: &'a Object, mut f: impl FnMut(MessageNote<
 }
 
 /// The client commands in artifact metadata, if any.
-pub(super) fn commands(meta: Option<&Object>) -> Option<&Value> {
+pub(crate) fn commands(meta: Option<&Object>) -> Option<&Value> {
     meta?.get(COMMANDS).filter(|c| !is_empty_value(c))
 }
 

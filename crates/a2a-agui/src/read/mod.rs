@@ -29,9 +29,10 @@ use serde_json::value::RawValue;
 pub(crate) use a2a::artifact_view;
 pub use a2a::{A2aMessage, ErrorReport, error_report};
 pub(crate) use acp::{AcpEvent, RunIds as AcpRunIds};
+pub(crate) use adk::state_delta;
 pub(crate) use hector::EventName;
-pub(crate) use hints::is_empty_value;
 pub(crate) use hints::{MessageNote, message_notes, without_commands};
+pub(crate) use hints::{commands, is_empty_value};
 pub(crate) use json::Object;
 pub use part::{FileRef, PartBody, part_body};
 
