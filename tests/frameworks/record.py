@@ -38,6 +38,8 @@ REQUEST_TIMEOUT = 30.0   # seconds for one whole request, body included
 STOP_TIMEOUT = 10.0      # seconds a server gets to exit after SIGTERM
 
 ADK_EXT = 'https://google.github.io/adk-docs/a2a/a2a-extension/'
+# langgraph-api activates A2UI only when one of these headers names exactly this URI.
+A2UI_V09_EXT = 'https://a2ui.org/a2a-extension/a2ui/v0.9'
 
 
 def venv_python(name: str) -> str:
@@ -277,6 +279,8 @@ FRAMEWORKS: dict[str, Framework] = {
     'langgraph': Framework('langgraph', 'langgraph', {'': []}, {'': [
         Recording('', 'tools', 'What is the weather? tools'),
         Recording('', 'interrupt', 'Book it: interrupt', followup=langgraph_followup),
+        Recording('', 'a2ui', 'Show the booking form: a2ui',
+                  headers={'X-A2A-Extensions': A2UI_V09_EXT, 'A2A-Extensions': A2UI_V09_EXT}),
     ]}, ready_timeout=90.0, a2a_path=langgraph_path),
     'agentstack': Framework('agentstack', 'agentstack', {'': []}, {'': [
         Recording('', 'trajectory', 'Research this: trajectory'),

@@ -9,10 +9,17 @@ of the latest user text picks the scenario:
 * `interrupt`: the `approval` node calls `interrupt({...})`, so the run stops and the task ends
   input-required; resuming with `{"resume": {"approved": true}}` streams "Booked the flight."
   (or "Not booked." for anything else).
+* `a2ui`: FakeMessagesListChatModel calls show_booking_form() with id call-a2ui; the tool returns
+  a JSON string holding a list of three A2UI v0.9 messages for surface "booking" (createSurface,
+  updateComponents, updateDataModel); then GenericFakeChatModel streams "Here is the booking
+  form.". server.py sets A2A_A2UI_ENABLED=true and A2A_A2UI_TOOL_CALL_RESULTS=show_booking_form,
+  so langgraph-api turns that result into A2UI DataParts when the request activates the A2UI
+  extension (header `A2A-Extensions`/`X-A2A-Extensions: https://a2ui.org/a2a-extension/a2ui/v0.9`).
 * anything else: GenericFakeChatModel streams "Hello from the scripted LangGraph agent.".
 """
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 from langchain_core.language_models.fake_chat_models import (
@@ -31,6 +38,34 @@ def get_weather(city: str) -> dict:
     return {'temp_c': 21, 'sky': 'sunny'}
 
 
+BOOKING_CATALOG = 'https://a2ui.org/specification/v0_9/basic_catalog.json'
+
+# A2UI v0.9 server-to-client messages for one surface. langgraph-api validates each against its
+# vendored server_to_client.json (every message needs "version":"v0.9"; component bodies are not
+# checked) and drops invalid ones. A list becomes one DataPart per message.
+BOOKING_FORM = [
+    {'version': 'v0.9', 'createSurface': {'surfaceId': 'booking', 'catalogId': BOOKING_CATALOG}},
+    {'version': 'v0.9', 'updateComponents': {'surfaceId': 'booking', 'components': [
+        {'id': 'root', 'component': 'Column', 'children': ['title', 'name', 'date', 'submit']},
+        {'id': 'title', 'component': 'Text', 'text': 'Book a table', 'variant': 'h2'},
+        {'id': 'name', 'component': 'TextField', 'label': 'Name', 'value': {'path': '/name'}},
+        {'id': 'date', 'component': 'TextField', 'label': 'Date', 'value': {'path': '/date'}},
+        {'id': 'submit-label', 'component': 'Text', 'text': 'Book'},
+        {'id': 'submit', 'component': 'Button', 'child': 'submit-label',
+         'action': {'event': {'name': 'book', 'context': {'name': {'path': '/name'},
+                                                          'date': {'path': '/date'}}}}},
+    ]}},
+    {'version': 'v0.9', 'updateDataModel': {'surfaceId': 'booking', 'path': '/',
+                                            'value': {'name': '', 'date': '2026-12-24'}}},
+]
+
+
+@tool
+def show_booking_form() -> str:
+    """Shows a booking form (A2UI v0.9 messages as a JSON string)."""
+    return json.dumps(BOOKING_FORM)
+
+
 def _streamed(text: str) -> GenericFakeChatModel:
     # A fresh model per call: GenericFakeChatModel consumes its iterator.
     return GenericFakeChatModel(messages=iter([AIMessage(content=text)]))
@@ -45,7 +80,7 @@ def _last_user_text(state: MessagesState) -> str:
 
 def _scenario(state: MessagesState) -> str:
     text = _last_user_text(state).lower()
-    for word in ('tools', 'interrupt'):
+    for word in ('tools', 'interrupt', 'a2ui'):
         if word in text:
             return word
     return 'hello'
@@ -54,10 +89,16 @@ def _scenario(state: MessagesState) -> str:
 async def agent(state: MessagesState) -> dict:
     last = state['messages'][-1]
     if isinstance(last, ToolMessage):
-        reply = await _streamed('It is 21 °C and sunny in Paris.').ainvoke(state['messages'])
+        text = ('Here is the booking form.' if last.name == 'show_booking_form'
+                else 'It is 21 °C and sunny in Paris.')
+        reply = await _streamed(text).ainvoke(state['messages'])
     elif _scenario(state) == 'tools':
         model = FakeMessagesListChatModel(responses=[AIMessage(content='', tool_calls=[
             {'name': 'get_weather', 'args': {'city': 'Paris'}, 'id': 'call-1', 'type': 'tool_call'}])])
+        reply = await model.ainvoke(state['messages'])
+    elif _scenario(state) == 'a2ui':
+        model = FakeMessagesListChatModel(responses=[AIMessage(content='', tool_calls=[
+            {'name': 'show_booking_form', 'args': {}, 'id': 'call-a2ui', 'type': 'tool_call'}])])
         reply = await model.ainvoke(state['messages'])
     else:
         reply = await _streamed('Hello from the scripted LangGraph agent.').ainvoke(state['messages'])
@@ -83,7 +124,7 @@ def route_agent(state: MessagesState) -> Literal['tools', '__end__']:
 builder = StateGraph(MessagesState)
 builder.add_node('agent', agent)
 builder.add_node('approval', approval)
-builder.add_node('tools', ToolNode([get_weather]))
+builder.add_node('tools', ToolNode([get_weather, show_booking_form]))
 builder.add_conditional_edges(START, route_start)
 builder.add_conditional_edges('agent', route_agent)
 builder.add_edge('tools', 'agent')

@@ -5,6 +5,7 @@
 Picks a free port when given 0, starts `langgraph dev --no-browser --no-reload --allow-blocking`
 (in-memory runtime, no telemetry or tracing), waits at most 60 s for GET /ok, then prints
 exactly one line `READY <port>`. SIGTERM/SIGINT stop the server and its children (status 0).
+A2UI v0.9 is on (`A2A_A2UI_ENABLED=true`, `A2A_A2UI_TOOL_CALL_RESULTS=show_booking_form`).
 The A2A endpoint is `/a2a/<assistant_id>`; the default assistant of graph `agent` has the id
 uuid5(6ba7b821-9dad-11d1-80b4-00c04fd430c8, "agent") = fe096781-5601-53d2-b2f6-0d3403f7e9ca
 (also printed on stderr).
@@ -57,6 +58,10 @@ def main() -> int:
         'LANGCHAIN_TRACING_V2': 'false',
         'LANGSMITH_API_KEY': '',
         'PYTHONUNBUFFERED': '1',
+        # A2UI v0.9 (scenario `a2ui` in graph.py): the JSON result of show_booking_form becomes
+        # A2UI DataParts, but only for requests that activate the A2UI extension by header.
+        'A2A_A2UI_ENABLED': 'true',
+        'A2A_A2UI_TOOL_CALL_RESULTS': 'show_booking_form',
     })
     langgraph = os.path.join(os.path.dirname(sys.executable), 'langgraph')
     # `langgraph dev` keeps its in-memory state in ./.langgraph_api and resolves graph paths

@@ -77,6 +77,17 @@ pub enum StreamEnd {
     AgentError(ErrorReport),
 }
 
+/// What a closing artifact's plain text parts become.
+#[derive(Debug, PartialEq, Eq)]
+enum TextPlan {
+    /// Shown as they are.
+    AsIs,
+    /// A repeat: not shown.
+    Drop,
+    /// Only this, what is new, where the text began.
+    Replace(String),
+}
+
 /// The state machine of one run. Feed it items with `push_*`, then
 /// [`finish`](Converter::finish); every call appends the events it
 /// produced to `out`.
@@ -475,20 +486,20 @@ impl<I: IdSource> Converter<I> {
             // The last message again, as the task's result (ADK).
             return self.end_artifact_chunk(&chunk, commands, key, out);
         }
-        let verdict = closing
-            .then(|| chunk.parts.plain_text())
-            .flatten()
-            .map(|whole| {
+        // Its text is judged as a whole, whatever else it carries (LangGraph
+        // closes with the answer and its A2UI parts together).
+        let plan = match closing.then(|| chunk.parts.unhinted_text()).flatten() {
+            Some(whole) => {
                 let open = self.blocks.open_text_digest();
-                self.blocks.transcript.classify(&whole, open, evidence)
-            });
-        match verdict {
-            Some(Repeat::Skip) => {}
-            Some(Repeat::Remainder(rest)) => self.blocks.text(&mut self.ids, key, &rest, out),
-            Some(Repeat::Emit) | None => {
-                self.artifact_parts(id, key, chunk.parts, repeats_streamed, out)
+                match self.blocks.transcript.classify(&whole, open, evidence) {
+                    Repeat::Skip => TextPlan::Drop,
+                    Repeat::Remainder(rest) => TextPlan::Replace(rest),
+                    Repeat::Emit => TextPlan::AsIs,
+                }
             }
-        }
+            None => TextPlan::AsIs,
+        };
+        self.artifact_parts(id, key, chunk.parts, repeats_streamed, plan, out);
         self.end_artifact_chunk(&chunk, commands, key, out);
     }
 
@@ -522,14 +533,23 @@ impl<I: IdSource> Converter<I> {
         key: Segment,
         parts: Parts<'_>,
         repeats_streamed: bool,
+        mut plan: TextPlan,
         out: &mut Vec<Event>,
     ) {
         let mut final_text = String::new();
-        parts.for_each_block(|meaning, block| match block {
-            Block::Text(text) if repeats_streamed && meaning == PartMeaning::PlainText => {
+        parts.for_each_block(|meaning, block| match (block, meaning) {
+            (Block::Text(text), PartMeaning::PlainText) if repeats_streamed => {
                 final_text.push_str(text);
             }
-            block => self.on_block(block, key, Some(id), out),
+            (Block::Text(_), PartMeaning::PlainText) if plan == TextPlan::Drop => {}
+            (Block::Text(_), PartMeaning::PlainText) if matches!(plan, TextPlan::Replace(_)) => {
+                // The new rest stands where the text began; the rest of the
+                // text parts were shown already.
+                if let TextPlan::Replace(rest) = std::mem::replace(&mut plan, TextPlan::Drop) {
+                    self.blocks.text(&mut self.ids, key, &rest, out);
+                }
+            }
+            (block, _) => self.on_block(block, key, Some(id), out),
         });
         let open = self.blocks.open_text_digest();
         match self

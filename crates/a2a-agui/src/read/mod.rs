@@ -218,6 +218,20 @@ impl<'a> Parts<'a> {
         (plain && count == self.len() && count > 0).then_some(joined)
     }
 
+    /// The text of the parts that are only text (no hint), joined, whatever
+    /// other parts there are; `None` when there are none.
+    pub(crate) fn unhinted_text(&self) -> Option<String> {
+        let mut joined = String::new();
+        let mut any = false;
+        self.for_each_text(|t, hinted| {
+            if !hinted {
+                any = true;
+                joined.push_str(t);
+            }
+        });
+        any.then_some(joined)
+    }
+
     /// Calls `f` with each plain text part and whether it carries a hint
     /// that gives it another meaning; returns how many there were.
     fn for_each_text(&self, mut f: impl FnMut(&str, bool)) -> usize {

@@ -258,6 +258,31 @@ fn frameworks_langgraph() {
             ..NONE
         },
     );
+    let a2ui = r#"{"a2a":{"extensions":["https://a2ui.org/a2a-extension/a2ui/v0.9"]}}"#;
+    for version in CLIENTS {
+        let run = run_client(
+            version,
+            &url,
+            &[
+                "--message",
+                "Show the booking form: a2ui",
+                "--forwarded-props",
+                a2ui,
+            ],
+        );
+        let at = format!("LangGraph A2UI with @ag-ui/client {version}");
+        assert_eq!(run["ok"], true, "{at}: {run}");
+        let events = run["events"].as_array().cloned().unwrap_or_default();
+        let of_type = |t: &str| events.iter().filter(|e| e["type"] == t).count();
+        assert_eq!(of_type("ACTIVITY_SNAPSHOT"), 1, "{at}: {run}");
+        assert_eq!(of_type("ACTIVITY_DELTA"), 3, "{at}: {run}");
+        let text: String = events
+            .iter()
+            .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+            .filter_map(|e| e["delta"].as_str())
+            .collect();
+        assert_eq!(text, "Here is the booking form.", "{at}: the answer once");
+    }
     check(
         "LangGraph interrupt",
         &url,
