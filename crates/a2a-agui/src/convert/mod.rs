@@ -536,6 +536,10 @@ impl<I: IdSource> Converter<I> {
         mut plan: TextPlan,
         out: &mut Vec<Event>,
     ) {
+        if !repeats_streamed && plan == TextPlan::AsIs {
+            // Nearly every chunk: its parts as they are.
+            return parts.for_each_block(|_, block| self.on_block(block, key, Some(id), out));
+        }
         let mut final_text = String::new();
         parts.for_each_block(|meaning, block| match (block, meaning) {
             (Block::Text(text), PartMeaning::PlainText) if repeats_streamed => {
