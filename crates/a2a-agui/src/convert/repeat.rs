@@ -17,14 +17,15 @@ const RECENT_SEGMENTS: usize = 64;
 /// How much of the streamed text is kept to recognise a repeated last
 /// turn; a longer last turn repeated is shown again (degraded, not wrong).
 const TAIL_BYTES: usize = 16 << 10;
-/// How many delta starts are remembered: a repeated turn starts at one.
-const DELTA_STARTS: usize = 256;
+/// On `Opening` evidence, the shortest text taken for a repeated last turn:
+/// longer than any streamed token, so a first chunk is never swallowed.
+const OPENING_MIN_BYTES: usize = 32;
 
 /// How sure the caller is that a text closes the answer. A closing status
 /// or a last (or replacing) artifact chunk is `Closing`; the first chunk of
 /// an artifact that may still stream on is `Opening`, and repeats only when
-/// the evidence is stronger (a repeated last turn must span two deltas),
-/// so that a streamed first token is never taken for a repeat.
+/// the evidence is stronger (a repeated last turn must be longer than any
+/// token), so that a streamed first token is never taken for a repeat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Evidence {
     Closing,
@@ -42,36 +43,17 @@ pub(super) enum Repeat {
 }
 
 /// Digests of the text written in this run.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(super) struct Transcript {
     /// All text of the run, in order.
     run_text: TextDigest,
     recent_segments: VecDeque<TextDigest>,
     /// The end of the run's text (at most about 2 × `TAIL_BYTES`).
     tail: String,
-    /// Where recent deltas started, as offsets into the run's text: a ring,
-    /// `next` the slot the next start goes to.
-    delta_starts: [usize; DELTA_STARTS],
-    next: usize,
-}
-
-impl Default for Transcript {
-    fn default() -> Self {
-        Transcript {
-            run_text: TextDigest::default(),
-            recent_segments: VecDeque::new(),
-            tail: String::new(),
-            // No delta starts at `usize::MAX`: an empty slot never matches.
-            delta_starts: [usize::MAX; DELTA_STARTS],
-            next: 0,
-        }
-    }
 }
 
 impl Transcript {
     pub(super) fn record_delta(&mut self, delta: &str) {
-        self.delta_starts[self.next] = self.run_text.len();
-        self.next = (self.next + 1) % DELTA_STARTS;
         self.run_text.update(delta);
         self.tail.push_str(delta);
         if self.tail.len() > 2 * TAIL_BYTES {
@@ -144,24 +126,25 @@ impl Transcript {
             .find_map(|streamed| extends(whole, streamed))
     }
 
-    /// `text` is the end of what was streamed and starts where a delta did
-    /// (and, on weaker evidence, spans at least two deltas).
+    /// `text` is the end of what was streamed (trailing white space aside),
+    /// starting at a word boundary: where the tail starts, after a character
+    /// that is not a letter or digit, or with a capital after lower case (a
+    /// new turn: "…check.It is…" has the first, "…checkIt is…" the second).
     fn repeats_last_turn(&self, text: &str, evidence: Evidence) -> bool {
+        if evidence == Evidence::Opening && text.len() < OPENING_MIN_BYTES {
+            return false;
+        }
         let streamed = self.tail.trim_end();
-        let trailing = self.tail.len() - streamed.len();
-        let Some(start) = self.run_text.len().checked_sub(trailing + text.len()) else {
+        let Some(before) = streamed.strip_suffix(text) else {
             return false;
         };
-        let deltas = self
-            .delta_starts
-            .iter()
-            .filter(|&&s| s != usize::MAX && s >= start)
-            .count();
-        let needed = match evidence {
-            Evidence::Closing => 1,
-            Evidence::Opening => 2,
-        };
-        streamed.ends_with(text) && self.delta_starts.contains(&start) && deltas >= needed
+        match before.chars().next_back() {
+            None => true,
+            Some(previous) => {
+                !previous.is_alphanumeric()
+                    || (previous.is_lowercase() && text.starts_with(char::is_uppercase))
+            }
+        }
     }
 }
 
@@ -173,4 +156,61 @@ fn extends(whole: &str, streamed: TextDigest) -> Option<&str> {
         && whole.is_char_boundary(len)
         && TextDigest::of(&whole[..len]) == streamed)
         .then(|| &whole[len..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Evidence, Repeat, Transcript};
+
+    fn streamed(deltas: &[&str]) -> Transcript {
+        let mut transcript = Transcript::default();
+        for delta in deltas {
+            transcript.record_delta(delta);
+        }
+        transcript
+    }
+
+    #[test]
+    fn a_repeated_last_turn_adds_nothing_however_many_deltas_it_took() {
+        let turn: Vec<String> = (0..600).map(|i| format!(" w{i}")).collect();
+        let mut deltas = vec!["Let me check."];
+        deltas.extend(turn.iter().map(String::as_str));
+        let transcript = streamed(&deltas);
+        let last_turn = turn.concat();
+        let last_turn = last_turn.trim_start();
+        for evidence in [Evidence::Closing, Evidence::Opening] {
+            assert!(matches!(
+                transcript.classify(&format!("{last_turn}\n"), None, evidence),
+                Repeat::Skip
+            ));
+        }
+    }
+
+    #[test]
+    fn a_first_token_is_never_taken_for_a_repeat() {
+        let transcript = streamed(&["The plan: ", "check the answer."]);
+        assert!(matches!(
+            transcript.classify("answer.", None, Evidence::Opening),
+            Repeat::Emit
+        ));
+        // The same text closing the answer is a repeat.
+        assert!(matches!(
+            transcript.classify("answer.", None, Evidence::Closing),
+            Repeat::Skip
+        ));
+    }
+
+    #[test]
+    fn a_suffix_inside_a_word_is_not_a_repeat() {
+        let transcript = streamed(&["It is 21 °C in Paris."]);
+        assert!(matches!(
+            transcript.classify("aris.", None, Evidence::Closing),
+            Repeat::Emit
+        ));
+        let turns = streamed(&["Let me check", "It is sunny."]);
+        assert!(matches!(
+            turns.classify("It is sunny.", None, Evidence::Closing),
+            Repeat::Skip
+        ));
+    }
 }
