@@ -17,15 +17,16 @@ const RECENT_SEGMENTS: usize = 64;
 /// How much of the streamed text is kept to recognise a repeated last
 /// turn; a longer last turn repeated is shown again (degraded, not wrong).
 const TAIL_BYTES: usize = 16 << 10;
-/// On `Opening` evidence, the shortest text taken for a repeated last turn:
-/// longer than any streamed token, so a first chunk is never swallowed.
-const OPENING_MIN_BYTES: usize = 32;
+/// On `Opening` evidence, the shortest text taken for a repeat at all:
+/// longer than a streamed token, so a first chunk is never swallowed
+/// (a shorter repeated answer is shown again: degraded, never lost).
+const OPENING_MIN_BYTES: usize = 16;
 
 /// How sure the caller is that a text closes the answer. A closing status
 /// or a last (or replacing) artifact chunk is `Closing`; the first chunk of
 /// an artifact that may still stream on is `Opening`, and repeats only when
-/// the evidence is stronger (a repeated last turn must be longer than any
-/// token), so that a streamed first token is never taken for a repeat.
+/// the evidence is stronger (the text must be longer than a token), so
+/// that a streamed first token is never taken for a repeat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Evidence {
     Closing,
@@ -86,13 +87,16 @@ impl Transcript {
         if trimmed.is_empty() {
             return Repeat::Skip;
         }
+        if evidence == Evidence::Opening && trimmed.len() < OPENING_MIN_BYTES {
+            return Repeat::Emit;
+        }
         let seen = |text: &str| {
             let digest = TextDigest::of(text);
             digest == self.run_text
                 || open_segment == Some(digest)
                 || self.recent_segments.contains(&digest)
         };
-        if seen(whole) || seen(trimmed) || self.repeats_last_turn(trimmed, evidence) {
+        if seen(whole) || seen(trimmed) || self.repeats_last_turn(trimmed) {
             return Repeat::Skip;
         }
         match self.extension(whole, open_segment) {
@@ -130,10 +134,7 @@ impl Transcript {
     /// starting at a word boundary: where the tail starts, after a character
     /// that is not a letter or digit, or with a capital after lower case (a
     /// new turn: "…check.It is…" has the first, "…checkIt is…" the second).
-    fn repeats_last_turn(&self, text: &str, evidence: Evidence) -> bool {
-        if evidence == Evidence::Opening && text.len() < OPENING_MIN_BYTES {
-            return false;
-        }
+    fn repeats_last_turn(&self, text: &str) -> bool {
         let streamed = self.tail.trim_end();
         let Some(before) = streamed.strip_suffix(text) else {
             return false;
@@ -191,6 +192,12 @@ mod tests {
         let transcript = streamed(&["The plan: ", "check the answer."]);
         assert!(matches!(
             transcript.classify("answer.", None, Evidence::Opening),
+            Repeat::Emit
+        ));
+        // Not even a whole earlier message, when it is as short as a token.
+        let short = streamed(&["Done."]);
+        assert!(matches!(
+            short.classify("Done.", None, Evidence::Opening),
             Repeat::Emit
         ));
         // The same text closing the answer is a repeat.
