@@ -83,7 +83,8 @@ impl Transcript {
         open_segment: Option<TextDigest>,
         evidence: Evidence,
     ) -> Repeat {
-        let trimmed = whole.trim_end();
+        // White space around a repeat does not make it new.
+        let trimmed = whole.trim();
         if trimmed.is_empty() {
             return Repeat::Skip;
         }

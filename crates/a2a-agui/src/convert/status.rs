@@ -140,7 +140,12 @@ impl<I: IdSource> Converter<I> {
         } else if message_id.is_some_and(|id| self.seen_messages.contains(id)) {
             return;
         }
-        self.last_message_parts = message.parts.fingerprint();
+        let parts = message.parts.fingerprint();
+        // ADK sends its last event again as the input-required status: the
+        // same parts, text included, add nothing the second time.
+        let repeats_last =
+            origin == Origin::Closing && parts.is_some() && parts == self.last_message_parts;
+        self.last_message_parts = parts;
         self.state_delta(message.state_delta, out);
         if let Some(id) = message_id
             && self.seen_messages.len() < MAX_TRACKED
@@ -156,6 +161,7 @@ impl<I: IdSource> Converter<I> {
         // (Hector sends the whole text again): repeats add nothing, and a
         // message that extends what was streamed adds only the extension.
         let repeat = match origin {
+            _ if repeats_last => Repeat::Skip,
             Origin::Closing => message.plain_text().map_or(Repeat::Emit, |whole| {
                 self.blocks.transcript.classify(
                     &whole,
@@ -174,7 +180,8 @@ impl<I: IdSource> Converter<I> {
             Origin::Stream => Repeat::Emit,
         };
         match repeat {
-            Repeat::Skip => return,
+            // A repeat adds no text; its metadata (citations, requests) still counts.
+            Repeat::Skip => {}
             Repeat::Remainder(rest) => self.blocks.text(&mut self.ids, key, &rest, out),
             Repeat::Emit => message
                 .parts

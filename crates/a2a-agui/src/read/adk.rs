@@ -18,7 +18,9 @@ pub(crate) const CODE_EXECUTION: &str = "code_execution";
 
 /// True when the part's metadata carries ADK's marks.
 pub(super) fn is_adk(meta: &Object) -> bool {
-    meta.contains_key("adk_type") || meta.contains_key("adk_thought")
+    // A null mark is no mark: the fast reader reads it as absent too.
+    let marked = |key| meta.get(key).is_some_and(|v| !v.is_null());
+    marked("adk_type") || marked("adk_thought")
 }
 
 /// The block an ADK part stands for; `None` leaves the part to the other
