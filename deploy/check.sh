@@ -31,5 +31,20 @@ configmap_toml=$(mktemp)
 trap 'rm -f "$configmap_toml"' EXIT
 "$VENV/bin/python" -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["data"]["config.toml"])' "$HERE/k8s/configmap.yaml" > "$configmap_toml"
 check "check-config (the ConfigMap's config.toml)" "$GATEWAY" check-config "$configmap_toml"
+# Secrets belong in the Secret: no credential-looking header value in the
+# configuration, and the Secret is where the Deployment reads them from.
+no_secrets() {
+    "$VENV/bin/python" - "$@" <<'PY'
+import re, sys, tomllib
+for path in sys.argv[1:]:
+    config = tomllib.load(open(path, "rb"))
+    for name, agent in config.get("agents", {}).items():
+        for header in agent.get("headers", {}):
+            if re.search(r"key|token|secret|auth|cookie|pass", header, re.I):
+                sys.exit(f"{path}: agents.{name}.headers has {header}: use headers_env and the Secret")
+PY
+}
+check "no secret in the configuration files" no_secrets "$HERE/config.example.toml" "$configmap_toml"
+check "the Deployment reads the Secret" grep -q "secretName: agui-gateway" "$HERE/k8s/deployment.yaml"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

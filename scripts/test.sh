@@ -3,7 +3,8 @@
 # pinned, into git-ignored caches (.cache/, node_modules/), then runs every
 # test: lints, Rust unit/golden/property/integration tests, the real AG-UI
 # clients and validator over the golden outputs, the real A2A agents' smoke
-# test, and a build of the benchmarks (built so they cannot rot, never timed).
+# test, a build of the benchmarks (built so they cannot rot, never timed) and
+# a bounded fuzzing run.
 # Non-interactive; every step runs even if an earlier one failed.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -47,6 +48,7 @@ step "real A2A agents smoke test" env SKIP_SETUP=1 RECORDINGS_DIR="$recordings" 
 step "a2a-sdk client: direct vs through the gateway" bash tests/conformance/a2a_client_diff.sh
 step "load tools smoke test (not timed)" bash bench/smoke.sh
 step "deploy/ checks (hadolint, kubernetes-validate, check-config)" bash deploy/check.sh
+step "fuzz targets, 30 s each (URL builder, SSE + converter, request readers)" bash scripts/fuzz.sh 30
 
 printf '\n'
 for name in "${failures[@]}"; do

@@ -93,16 +93,35 @@ error_codes! {
     GatewayShuttingDown = "GATEWAY_SHUTTING_DOWN", Gateway;
     /// The gateway is draining and takes no new requests.
     GatewayDraining = "GATEWAY_DRAINING", Gateway;
-    /// `max_streams` converted streams are already open.
+    /// `max_streams` streams are already open.
     GatewayBusy = "GATEWAY_BUSY", Gateway;
+    /// `max_connections` client connections are already open (sent on the
+    /// refused connection itself, then it is closed).
+    GatewayConnectionsFull = "GATEWAY_CONNECTIONS_FULL", Gateway;
+    /// The request has already passed through this gateway: a routing loop.
+    GatewayLoop = "GATEWAY_LOOP", Gateway;
     /// The client went away mid-stream (a metric, never sent).
     ClientDisconnected = "CLIENT_DISCONNECTED", Client;
     /// The request is not an A2A call the gateway can convert.
     InvalidRequest = "INVALID_REQUEST", Client;
     /// The body is not a usable AG-UI `RunAgentInput`.
     InvalidRunInput = "INVALID_RUN_INPUT", Client;
-    /// The path cannot be forwarded to the upstream.
+    /// The path cannot be forwarded: it names another origin, climbs
+    /// above the agent's base, or holds a backslash or control bytes.
     InvalidPath = "INVALID_PATH", Client;
+    /// `CONNECT` and `TRACE`: the gateway is no forward proxy and echoes
+    /// nothing back.
+    MethodNotAllowed = "METHOD_NOT_ALLOWED", Client;
+    /// The request body did not arrive within `request_body_timeout_secs`.
+    RequestTimeout = "REQUEST_TIMEOUT", Client;
+    /// Authentication is configured and the request carries no credential.
+    AuthRequired = "AUTH_REQUIRED", Client;
+    /// The credential is unknown, expired, or for another issuer or audience.
+    AuthInvalid = "AUTH_INVALID", Client;
+    /// The caller is authenticated but not allowed to call this agent.
+    AuthForbidden = "AUTH_FORBIDDEN", Client;
+    /// The caller's rate limit is used up; `Retry-After` says when to retry.
+    RateLimited = "RATE_LIMITED", Client;
     /// The request body exceeds `max_request_bytes`.
     RequestTooLarge = "REQUEST_TOO_LARGE", Client;
     /// No agent has the name in the path.

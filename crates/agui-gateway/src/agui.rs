@@ -17,24 +17,31 @@ use std::sync::Arc;
 
 use a2a_agui::{ErrorCode, Event, Options, TaskState};
 use axum::body::Bytes;
-use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::outbound;
+use crate::outbound::{self, Forwarded};
+use crate::random::random_u64;
 use crate::relay::{self, Conversion};
 use crate::state::SharedState;
-use crate::upstream::{Agent, OutgoingMessage, OutgoingPart, random_u64};
+use crate::upstream::{Agent, OutgoingMessage, OutgoingPart};
 
-pub async fn run(
-    state: SharedState,
-    agent: Arc<Agent>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, ApiError> {
-    state.metrics.count_request("agui");
-    let input: Value = serde_json::from_slice(&body)
+/// What a `RunAgentInput` asks for, read without any I/O.
+#[derive(Debug)]
+pub struct RunRequest {
+    pub thread_id: String,
+    pub run_id: String,
+    /// The message to send; its task is the one a waiting assistant message
+    /// names, if any.
+    pub message: OutgoingMessage,
+    /// A2A extensions to activate for this request.
+    pub activate: Vec<String>,
+}
+
+/// Reads a `RunAgentInput` body; a 400 JSON error says what is wrong.
+pub fn read_run_input(body: &[u8]) -> Result<RunRequest, ApiError> {
+    let input: Value = serde_json::from_slice(body)
         .map_err(|err| invalid(format!("the body is not JSON: {err}")))?;
     let text = |key: &str| {
         input
@@ -54,7 +61,7 @@ pub async fn run(
         .map_err(invalid)?;
     message.message_id = format!("{run_id}-user");
     message.context_id = Some(thread_id.to_owned());
-    message.task_id = waiting_task(messages).or_else(|| state.waiting.get(thread_id));
+    message.task_id = waiting_task(messages);
     if let Some(metadata) = forwarded.and_then(|f| f.get("metadata")) {
         let metadata = metadata
             .as_object()
@@ -71,7 +78,6 @@ pub async fn run(
             .map(str::to_owned)
             .collect();
     }
-
     let mut activate = message.extensions.clone();
     if let Some(action) = input.pointer("/forwardedProps/a2uiAction") {
         let extension = a2ui_extension(action)?;
@@ -80,8 +86,37 @@ pub async fn run(
             activate.push(extension.to_owned());
         }
     }
+    Ok(RunRequest {
+        thread_id: thread_id.to_owned(),
+        run_id: run_id.to_owned(),
+        message,
+        activate,
+    })
+}
 
-    let thread = thread_id.to_owned();
+/// Runs one `RunAgentInput`; `scope` is the caller (`edge::scope`).
+pub async fn run(
+    state: SharedState,
+    agent: Arc<Agent>,
+    headers: Forwarded,
+    scope: String,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    state.metrics.count_request("agui");
+    let RunRequest {
+        thread_id,
+        run_id,
+        mut message,
+        activate,
+    } = read_run_input(&body)?;
+    // The fallback memory is per agent and per caller: a thread id known
+    // to another caller must not hand it this caller's task.
+    let memory_key = format!("{}\u{1f}{scope}\u{1f}{thread_id}", agent.name());
+    if message.task_id.is_none() {
+        message.task_id = state.waiting.get(&memory_key);
+    }
+
+    let thread = memory_key;
     let waiting_state = state.clone();
     let on_end = move |event: &Event, task: Option<&str>| {
         // Remember a waiting task for clients that do not send the
@@ -96,8 +131,8 @@ pub async fn run(
     };
     let conversion = Conversion {
         options: Options {
-            thread_id: Some(thread_id.to_owned()),
-            run_id: Some(run_id.to_owned()),
+            thread_id: Some(thread_id),
+            run_id: Some(run_id.clone()),
             interrupts: agent.config.interrupts,
         },
         // This endpoint has no query to choose from: the agent's format.
@@ -109,7 +144,7 @@ pub async fn run(
     // for this request when it carries a UI action.
     let request =
         async { Ok(outbound::build(&agent, &headers, &message, &rpc_id, &activate).await) };
-    relay::open(&state, agent.clone(), request, conversion).await
+    relay::open(&state, agent.clone(), headers.clone(), request, conversion).await
 }
 
 /// The A2UI extension a UI action belongs to: v0.9 actions say their

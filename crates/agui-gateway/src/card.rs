@@ -10,8 +10,9 @@ use url::Url;
 
 use crate::config::Config;
 use crate::error::ApiError;
-use crate::outbound;
-use crate::upstream::{Agent, base_url};
+use crate::outbound::{self, Forwarded};
+use crate::target::base_url;
+use crate::upstream::{Agent, CardError};
 
 /// The extension URI announcing AG-UI output (the one Hector declared).
 pub const AGUI_EXTENSION_URI: &str = "https://ag-ui.org/protocol/v1";
@@ -59,21 +60,19 @@ pub async fn serve(
     path: &str,
     mount: &str,
     headers: &HeaderMap,
+    forwarded: &Forwarded,
 ) -> Result<Response, ApiError> {
     let gateway_base = format!("{}{mount}", public_base(config, headers));
     let upstream_base = base_url(&agent.config.upstream);
-    let fetched = outbound::card(agent, path, headers)?.send().await;
+    let fetched = agent
+        .read_card(outbound::card(agent, path, forwarded)?)
+        .await;
     let (mut card, upstream_headers) = match fetched {
-        Ok(response) if response.status().is_success() => {
-            let headers = response.headers().clone();
-            match response.json::<Value>().await {
-                Ok(card) if card.is_object() => (card, Some(headers)),
-                _ => return Err(unavailable(agent, "the upstream card is not a JSON object")),
-            }
-        }
+        Ok(Some((card, headers))) => (card, Some(headers)),
+        Err(err @ CardError::TooLarge(_)) => return Err(unavailable(agent, &err.to_string())),
         // The card may live at the origin rather than under the upstream's
         // path: fall back to the one card discovery found.
-        Ok(_) | Err(_) => match agent.current_card().await {
+        Ok(None) | Err(_) => match agent.current_card().await {
             Some(info) => (info.card.clone(), None),
             None => return Err(unavailable(agent, "the upstream serves no agent card")),
         },
@@ -107,6 +106,16 @@ pub async fn serve(
                 response.headers_mut().insert(name, value.clone());
             }
         }
+    }
+    if config.public_url.is_none() {
+        // The links were written from the request's host: a shared cache
+        // must not hand them to a request for another.
+        response.headers_mut().append(
+            header::VARY,
+            header::HeaderValue::from_static(
+                "Host, X-Forwarded-Host, X-Forwarded-Proto, X-Forwarded-Prefix",
+            ),
+        );
     }
     Ok(response)
 }

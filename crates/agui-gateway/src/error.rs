@@ -3,7 +3,7 @@
 //! instead (see `relay`): AG-UI clients report those as a failed run.
 
 use a2a_agui::ErrorCode;
-use axum::http::StatusCode;
+use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
@@ -14,6 +14,8 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: ErrorCode,
     pub message: String,
+    /// Extra response headers (`Retry-After`, `WWW-Authenticate`).
+    pub headers: Vec<(HeaderName, HeaderValue)>,
 }
 
 impl ApiError {
@@ -22,7 +24,13 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            headers: Vec::new(),
         }
+    }
+
+    pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> ApiError {
+        self.headers.push((name, value));
+        self
     }
 
     pub fn bad_request(code: ErrorCode, message: impl Into<String>) -> ApiError {
@@ -46,6 +54,8 @@ impl IntoResponse for ApiError {
             "message": self.message,
             "side": self.code.side().as_str(),
         } });
-        (self.status, axum::Json(body)).into_response()
+        let mut response = (self.status, axum::Json(body)).into_response();
+        response.headers_mut().extend(self.headers);
+        response
     }
 }

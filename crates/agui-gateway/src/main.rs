@@ -1,19 +1,6 @@
 //! `agui-gateway`: the binary edge. Parses the command line and hands off.
 #![forbid(unsafe_code)]
 
-mod agui;
-mod card;
-mod config;
-mod demo;
-mod error;
-mod metrics;
-mod negotiate;
-mod outbound;
-mod relay;
-mod routes;
-mod state;
-mod upstream;
-
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -21,13 +8,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_agui::{Options, OutputFormat, convert_recording};
+use agui_gateway::{demo, routes, server};
 use anyhow::{Context, bail};
-use axum::serve::{Listener, ListenerExt};
 use clap::{Args, Parser, Subcommand};
 use url::Url;
 
-use crate::config::{AgentConfig, Config};
-use crate::state::{AppState, Shutdown};
+use agui_gateway::config::{AgentConfig, Config, JwtConfig, JwtKey, RateLimit};
+use agui_gateway::forwarding::{ForwardPolicy, TrustedProxies};
+use agui_gateway::server::ConnectionLimits;
+use agui_gateway::state::{AppState, Shutdown};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -85,7 +74,63 @@ struct ServeArgs {
     /// Runtime worker threads (default: one per core).
     #[arg(long, env = "AGUI_GATEWAY_WORKERS")]
     workers: Option<usize>,
+    #[command(flatten)]
+    edge: EdgeArgs,
 }
+
+/// The edge: limits, trusted proxies, authentication (README, Security).
+#[derive(Debug, Args)]
+struct EdgeArgs {
+    /// A second address for /healthz, /readyz and /metrics (then not on --listen).
+    #[arg(long, env = "AGUI_GATEWAY_ADMIN_LISTEN")]
+    admin_listen: Option<SocketAddr>,
+    /// This gateway's id in Via headers (default: random per process).
+    #[arg(long, env = "AGUI_GATEWAY_ID")]
+    gateway_id: Option<String>,
+    /// Comma-separated addresses or CIDRs whose X-Forwarded-* count [default: loopback].
+    #[arg(long, env = "AGUI_GATEWAY_TRUSTED_PROXIES", value_delimiter = ',')]
+    trusted_proxies: Option<Vec<ipnet::IpNet>>,
+    /// Client connections open at once [default: 8192].
+    #[arg(long, env = "AGUI_GATEWAY_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
+    /// Seconds to receive a request head (also the keep-alive idle limit) [default: 10].
+    #[arg(long, env = "AGUI_GATEWAY_HEADER_READ_TIMEOUT_SECS")]
+    header_read_timeout_secs: Option<u64>,
+    /// Seconds to receive a request body [default: 30].
+    #[arg(long, env = "AGUI_GATEWAY_REQUEST_BODY_TIMEOUT_SECS")]
+    request_body_timeout_secs: Option<u64>,
+    /// Seconds a write to a client may stay blocked [default: 60].
+    #[arg(long, env = "AGUI_GATEWAY_WRITE_TIMEOUT_SECS")]
+    write_timeout_secs: Option<u64>,
+    /// For the --upstream agent: which client headers go upstream [default: authorization,*].
+    #[arg(
+        long,
+        env = "AGUI_GATEWAY_FORWARD_CLIENT_HEADERS",
+        value_delimiter = ','
+    )]
+    forward_client_headers: Option<Vec<String>>,
+    /// A file of API keys, `NAME:KEY` or `NAME:sha256:HEX` per line.
+    #[arg(long, env = "AGUI_GATEWAY_API_KEYS_FILE")]
+    api_keys_file: Option<PathBuf>,
+    /// Verify JWT bearer tokens against this JWKS URL.
+    #[arg(long, env = "AGUI_GATEWAY_JWKS_URL")]
+    jwks_url: Option<Url>,
+    /// The JWT issuer (`iss`) to require.
+    #[arg(long, env = "AGUI_GATEWAY_JWT_ISSUER")]
+    jwt_issuer: Option<String>,
+    /// The JWT audience (`aud`) to require.
+    #[arg(long, env = "AGUI_GATEWAY_JWT_AUDIENCE")]
+    jwt_audience: Option<String>,
+    /// Requests per second per caller (API key, JWT subject, else address).
+    #[arg(long, env = "AGUI_GATEWAY_RATE_LIMIT_PER_SECOND")]
+    rate_limit_per_second: Option<u32>,
+    /// Requests a caller may make at once before the rate applies [default: the rate].
+    #[arg(long, env = "AGUI_GATEWAY_RATE_LIMIT_BURST")]
+    rate_limit_burst: Option<u32>,
+}
+
+/// The environment variable whose API keys count when it is set.
+const API_KEYS_ENV: &str = "AGUI_GATEWAY_API_KEYS";
 
 #[derive(Debug, Subcommand)]
 enum Command {
@@ -181,6 +226,12 @@ fn serve_config(args: ServeArgs) -> anyhow::Result<Config> {
             let Some(format) = OutputFormat::parse(&name) else {
                 bail!("--format {name:?}: expected agui or hector");
             };
+            if !agui_gateway::config::is_agent_name(&args.name) {
+                bail!(
+                    "--name {:?}: a name is letters, digits, '.', '_' and '-'",
+                    args.name
+                );
+            }
             let mut agent = AgentConfig::new(args.name.clone(), upstream.clone());
             agent.format = format;
             agent.cancel_on_disconnect = args.cancel_on_disconnect;
@@ -203,15 +254,86 @@ fn serve_config(args: ServeArgs) -> anyhow::Result<Config> {
         config.shutdown_grace = Duration::from_secs(secs);
     }
     if let Some(bytes) = args.max_event_bytes {
-        config.max_event_bytes = bytes;
+        config.limits.max_event_bytes = bytes;
     }
     if let Some(streams) = args.max_streams {
-        config.max_streams = streams.max(1);
+        config.limits.max_streams = streams.max(1);
     }
     if args.public_url.is_some() {
         config.public_url = args.public_url;
     }
+    apply_edge(&mut config, args.edge)?;
     Ok(config)
+}
+
+fn apply_edge(config: &mut Config, edge: EdgeArgs) -> anyhow::Result<()> {
+    let limits = &mut config.limits;
+    if let Some(max) = edge.max_connections {
+        limits.max_connections = max.max(1);
+    }
+    let secs = |s: u64| Duration::from_secs(s.max(1));
+    if let Some(s) = edge.header_read_timeout_secs {
+        limits.header_read_timeout = secs(s);
+    }
+    if let Some(s) = edge.request_body_timeout_secs {
+        limits.request_body_timeout = secs(s);
+    }
+    if let Some(s) = edge.write_timeout_secs {
+        limits.write_timeout = secs(s);
+    }
+    if edge.admin_listen.is_some() {
+        config.admin_listen = edge.admin_listen;
+    }
+    if let Some(id) = edge.gateway_id {
+        if id.is_empty() || id.contains([' ', ',', '\t']) {
+            bail!("--gateway-id {id:?}: one token, no spaces or commas");
+        }
+        config.gateway_id = id;
+    }
+    if let Some(nets) = edge.trusted_proxies {
+        config.trusted_proxies = TrustedProxies(nets);
+    }
+    if let Some(list) = edge.forward_client_headers {
+        let policy = ForwardPolicy::parse(&list)
+            .map_err(|e| anyhow::anyhow!("--forward-client-headers: {e}"))?;
+        for agent in &mut config.agents {
+            agent.forward = policy.clone();
+        }
+    }
+    if let Some(file) = edge.api_keys_file {
+        config.auth.api_keys_file = Some(file);
+    }
+    if std::env::var_os(API_KEYS_ENV).is_some_and(|v| !v.is_empty()) {
+        config.auth.api_keys_env = Some(API_KEYS_ENV.to_owned());
+    }
+    if let Some(url) = edge.jwks_url {
+        config.auth.jwt = Some(JwtConfig {
+            key: JwtKey::Jwks(url),
+            issuer: None,
+            audience: None,
+            leeway: Duration::from_secs(30),
+            algorithms: ["RS256", "ES256", "EdDSA"].map(str::to_owned).to_vec(),
+        });
+    }
+    if let Some(jwt) = &mut config.auth.jwt {
+        if edge.jwt_issuer.is_some() {
+            jwt.issuer = edge.jwt_issuer;
+        }
+        if edge.jwt_audience.is_some() {
+            jwt.audience = edge.jwt_audience;
+        }
+    } else if edge.jwt_issuer.is_some() || edge.jwt_audience.is_some() {
+        bail!("--jwt-issuer and --jwt-audience need --jwks-url (or [auth.jwt] in the file)");
+    }
+    if let Some(per_second) = edge.rate_limit_per_second {
+        config.rate_limit = Some(RateLimit {
+            per_second: per_second.max(1),
+            burst: edge.rate_limit_burst.unwrap_or(per_second).max(1),
+        });
+    } else if edge.rate_limit_burst.is_some() {
+        bail!("--rate-limit-burst needs --rate-limit-per-second");
+    }
+    Ok(())
 }
 
 /// Serves until SIGTERM or Ctrl-C: then stops accepting, lets open streams
@@ -221,37 +343,78 @@ async fn serve(config: Config, banner: Option<String>) -> anyhow::Result<()> {
     let shutdown = Shutdown::default();
     let grace = config.shutdown_grace;
     let listen = config.listen;
-    let state = Arc::new(
-        AppState::new(config, shutdown.clone())
-            .context("gateway could not build its HTTP client")?,
-    );
+    let admin_listen = config.admin_listen;
+    let limits = ConnectionLimits {
+        max_connections: config.limits.max_connections,
+        header_read_timeout: config.limits.header_read_timeout,
+        write_timeout: config.limits.write_timeout,
+    };
+    warn_if_files_run_short(limits.max_connections);
+    let state = Arc::new(AppState::new(config, shutdown.clone())?);
     for agent in state.agents.values() {
         agent.spawn_card_refresh(shutdown.stop.clone());
     }
+    if state.auth.is_some() {
+        // In the background: an identity provider that is slow to answer
+        // must not hold the listener closed.
+        let state = state.clone();
+        tokio::spawn(async move {
+            if let Some(auth) = &state.auth {
+                auth.warm_up().await;
+            }
+        });
+    }
+    if let Some(limiter) = &state.rate_limit {
+        limiter.spawn_cleanup(shutdown.stop.clone());
+    }
     let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .with_context(|| format!("gateway cannot listen on {listen}"))?
-        .tap_io(|stream| {
-            // Each event must leave at once: no Nagle delay on small writes.
-            let _ = stream.set_nodelay(true);
-        });
+        .with_context(|| format!("gateway cannot listen on {listen}"))?;
     let local = listener
         .local_addr()
         .context("gateway has no local address")?;
+    let admin = match admin_listen {
+        Some(address) => Some(
+            tokio::net::TcpListener::bind(address)
+                .await
+                .with_context(|| format!("gateway cannot listen on {address} (admin)"))?,
+        ),
+        None => None,
+    };
     // Tests and scripts wait for this exact line.
     println!("agui-gateway listening on http://{local}");
+    if let Some(admin) = &admin
+        && let Ok(address) = admin.local_addr()
+    {
+        println!("agui-gateway admin (health, readiness, metrics) on http://{address}");
+    }
     if let Some(banner) = banner {
         println!("{banner}");
     }
     let _ = std::io::stdout().flush();
     tokio::spawn(watch_signals(shutdown.clone(), grace));
-    let app = routes::router(state);
-    let draining = shutdown.draining.clone();
-    let server = axum::serve(listener, app)
-        .with_graceful_shutdown(async move { draining.cancelled().await });
+    if let Some(admin) = admin {
+        // Probes must answer while the main listener is full: a cap of its own.
+        let admin_limits = ConnectionLimits {
+            max_connections: 256,
+            ..limits
+        };
+        let app = routes::admin_router(state.clone());
+        let metrics = state.metrics.clone();
+        let stop = shutdown.stop.clone();
+        tokio::spawn(server::serve(admin, app, admin_limits, metrics, stop));
+    }
+    let app = routes::router(state.clone());
+    let server = server::serve(
+        listener,
+        app,
+        limits,
+        state.metrics.clone(),
+        shutdown.draining.clone(),
+    );
     let stop = shutdown.stop.clone();
     tokio::select! {
-        result = server => result.context("gateway server failed")?,
+        () = server => {}
         // Streams end at `stop`; give their last frames a moment, then go.
         _ = async { stop.cancelled().await; tokio::time::sleep(Duration::from_secs(5)).await } => {
             tracing::warn!("connections still open after the grace period; exiting");
@@ -259,6 +422,26 @@ async fn serve(config: Config, banner: Option<String>) -> anyhow::Result<()> {
     }
     tracing::info!("gateway stopped");
     Ok(())
+}
+
+/// Each connection may need an upstream socket too: a cap the open-file
+/// limit cannot honour fails as accept errors instead of clean 503s.
+fn warn_if_files_run_short(max_connections: usize) {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let soft = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|v| v.parse::<usize>().ok());
+    if let Some(soft) = soft
+        && 2 * max_connections + 256 > soft
+    {
+        tracing::warn!(
+            open_file_limit = soft,
+            max_connections,
+            "max_connections is high for the open-file limit: raise the limit (ulimit -n) or lower max_connections below half of it"
+        );
+    }
 }
 
 async fn watch_signals(shutdown: Shutdown, grace: Duration) {

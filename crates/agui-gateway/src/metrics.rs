@@ -25,6 +25,8 @@ pub struct Metrics {
     latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
     latency_count: AtomicU64,
     latency_sum_micros: AtomicU64,
+    open_connections: AtomicI64,
+    refused_connections: AtomicU64,
 }
 
 /// Counts one open AG-UI stream for as long as it lives.
@@ -37,6 +39,16 @@ impl Drop for ActiveStream {
 }
 
 impl Metrics {
+    /// A client connection over `max_connections`, answered 503 and closed.
+    pub fn count_refused_connection(&self) {
+        self.refused_connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `delta` is +1 when a connection opens, -1 when it closes.
+    pub fn count_open_connection(&self, delta: i64) {
+        self.open_connections.fetch_add(delta, Ordering::Relaxed);
+    }
+
     pub fn stream_started(self: &Arc<Self>) -> ActiveStream {
         self.active_streams.fetch_add(1, Ordering::Relaxed);
         ActiveStream(self.clone())
@@ -86,6 +98,26 @@ impl Metrics {
         );
         let _ = writeln!(out, "# TYPE agui_gateway_active_streams gauge");
         let _ = writeln!(out, "agui_gateway_active_streams {}", self.active_streams());
+        let _ = writeln!(
+            out,
+            "# HELP agui_gateway_open_connections Client connections open now."
+        );
+        let _ = writeln!(out, "# TYPE agui_gateway_open_connections gauge");
+        let _ = writeln!(
+            out,
+            "agui_gateway_open_connections {}",
+            self.open_connections.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP agui_gateway_refused_connections_total Connections refused at max_connections."
+        );
+        let _ = writeln!(out, "# TYPE agui_gateway_refused_connections_total counter");
+        let _ = writeln!(
+            out,
+            "agui_gateway_refused_connections_total {}",
+            self.refused_connections.load(Ordering::Relaxed)
+        );
         let _ = writeln!(
             out,
             "# HELP agui_gateway_events_total AG-UI events sent, by type."

@@ -7,7 +7,8 @@ use axum::http::{HeaderMap, Method, header};
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::upstream::{OutgoingMessage, OutgoingPart, random_u64};
+use crate::random::random_u64;
+use crate::upstream::{OutgoingMessage, OutgoingPart};
 
 /// Whether the client wants AG-UI events rather than the agent's own
 /// answer: by `Accept`, or by `?format=` for clients (and curl users) that

@@ -1,64 +1,75 @@
 //! Every call the gateway makes to an upstream agent is built here: where
-//! it goes, which of the client's headers go with it, and which A2A headers
-//! the gateway adds. Side by side, the differences between the calls are
-//! visible, and deliberate:
+//! it goes (`target`), which headers go with it (`forwarding`, one policy
+//! for all), and what each kind of call changes on top. Side by side, the
+//! differences are visible, and deliberate:
 //!
-//! | call                             | client headers sent along                          |
+//! | call                             | on top of the forwarded headers                    |
 //! |----------------------------------|----------------------------------------------------|
-//! | passthrough                      | all but hop-by-hop ones                            |
-//! | converted, forwarded as sent     | same, minus `Accept` and `Accept-Encoding`         |
-//! | converted, body by the gateway   | same, minus `Content-Type` too                     |
-//! | agent card                       | `a2a-version`, `authorization`, `accept-language`  |
-//! | cancel after a disconnect        | none: the client is gone                           |
-//!
-//! The agent's configured headers go on every call, after the client's
-//! (`Agent::with_configured_headers`).
+//! | passthrough                      | nothing: the client negotiates with the agent      |
+//! | converted, forwarded as sent     | the gateway's `Accept`, `Accept-Encoding: identity`|
+//! | converted, body by the gateway   | same, and its own `Content-Type`                   |
+//! | agent card                       | a GET: no body headers; `Accept-Encoding: identity`|
+//! | cancel after a disconnect        | the run's headers, with its own JSON body          |
 
 use a2a_agui::ErrorCode;
 use axum::body::Bytes;
-use axum::http::{HeaderMap, HeaderName, Method, header};
+use axum::http::{HeaderMap, HeaderValue, Method, header};
 use reqwest::RequestBuilder;
 use serde_json::Value;
 use url::Url;
 
 use crate::error::ApiError;
-use crate::upstream::{Agent, OutgoingMessage, base_url, cancel_request, streaming_request};
-
-/// Hop-by-hop headers belong to one connection and are not forwarded.
-const HOP_BY_HOP: [&str; 9] = [
-    "connection",
-    "keep-alive",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    "host",
-];
+use crate::forwarding::{Caller, upstream_headers};
+use crate::target::{base_url, upstream_url};
+use crate::upstream::{Agent, OutgoingMessage, cancel_request, streaming_request};
 
 /// What the relay can read: an A2A stream, or one JSON answer.
 const CONVERTED_ACCEPT: &str = "text/event-stream, application/json";
 
-/// The client headers an agent card request carries: the card may depend
-/// on the protocol version, the caller (an extended card) and the language.
-const CARD_HEADERS: [&str; 3] = ["a2a-version", "authorization", "accept-language"];
+/// The headers of one client request that go to one agent, worked out once
+/// by the forwarding policy and used for every call of the run, the cancel
+/// after a disconnect included.
+#[derive(Debug, Clone)]
+pub struct Forwarded(HeaderMap);
 
-/// Whether a header may cross the gateway, either way. The length is left
-/// out because the HTTP stack writes the length of what it actually sends.
-pub fn forwardable(name: &HeaderName) -> bool {
-    !HOP_BY_HOP.contains(&name.as_str()) && name != header::CONTENT_LENGTH
+impl Forwarded {
+    pub fn new(agent: &Agent, incoming: &HeaderMap, caller: Option<&Caller>) -> Forwarded {
+        Forwarded(upstream_headers(
+            incoming,
+            caller,
+            &agent.config.forward,
+            &agent.configured_headers,
+            &agent.via,
+        ))
+    }
+
+    /// Without the headers that describe the client's body or what the
+    /// client accepts: for calls whose body and answer are the gateway's.
+    fn for_gateway_body(&self) -> HeaderMap {
+        let mut headers = self.0.clone();
+        for name in [
+            header::CONTENT_TYPE,
+            header::CONTENT_ENCODING,
+            header::ACCEPT,
+            header::ACCEPT_ENCODING,
+        ] {
+            headers.remove(name);
+        }
+        headers
+    }
 }
 
-/// The upstream's headers a passed-through response keeps.
-pub fn returned_headers(upstream: &HeaderMap) -> HeaderMap {
-    let mut headers = HeaderMap::new();
-    for (name, value) in upstream {
-        if forwardable(name) {
-            headers.append(name.clone(), value.clone());
-        }
-    }
-    headers
+/// Refuses a path that could not be forwarded, whatever the request
+/// becomes: a call the gateway writes itself ignores the path, but a path
+/// naming another origin is an attack, not a route.
+pub fn check_path(agent: &Agent, path: &str) -> Result<(), ApiError> {
+    target(agent, path, None).map(drop)
+}
+
+/// The URL of `path` below the agent's base, or a 400 naming the rule.
+fn target(agent: &Agent, path: &str, query: Option<&str>) -> Result<Url, ApiError> {
+    upstream_url(&agent.config.upstream, path, query)
+        .map_err(|err| ApiError::bad_request(ErrorCode::InvalidPath, err.to_string()))
 }
 
 /// Transparent mode: the request as it came, to the same path upstream.
@@ -67,17 +78,15 @@ pub fn passthrough(
     method: Method,
     path: &str,
     query: Option<&str>,
-    headers: &HeaderMap,
+    forwarded: &Forwarded,
     body: Bytes,
 ) -> Result<RequestBuilder, ApiError> {
-    let url = upstream_url(agent, path, query)?;
-    let mut request = agent.client.request(method, url);
-    for (name, value) in headers {
-        if forwardable(name) {
-            request = request.header(name, value);
-        }
-    }
-    Ok(agent.with_configured_headers(request).body(body))
+    let url = target(agent, path, query)?;
+    Ok(agent
+        .client
+        .request(method, url)
+        .headers(forwarded.0.clone())
+        .body(body))
 }
 
 /// A client's own A2A call whose answer the gateway converts.
@@ -86,15 +95,20 @@ pub fn forward(
     method: Method,
     path: &str,
     query: Option<&str>,
-    headers: &HeaderMap,
+    forwarded: &Forwarded,
     body: Bytes,
 ) -> Result<RequestBuilder, ApiError> {
-    let url = upstream_url(agent, path, query)?;
-    let mut request = converted(agent, agent.stream_client.request(method, url), headers);
+    let url = target(agent, path, query)?;
+    let mut headers = forwarded.0.clone();
+    converted(&mut headers);
     if names_a_1_0_method(&body) && !headers.contains_key("a2a-version") {
-        request = speaks_1_0(request);
+        speaks_1_0(&mut headers);
     }
-    Ok(request.body(body))
+    Ok(agent
+        .stream_client
+        .request(method, url)
+        .headers(headers)
+        .body(body))
 }
 
 /// A streaming call the gateway writes itself (from the seed's body or a
@@ -102,93 +116,67 @@ pub fn forward(
 /// `activate` lists the A2A extensions to ask the agent to turn on.
 pub async fn build(
     agent: &Agent,
-    headers: &HeaderMap,
+    forwarded: &Forwarded,
     message: &OutgoingMessage,
     rpc_id: &str,
     activate: &[String],
 ) -> RequestBuilder {
     let (url, version) = agent.endpoint().await;
     let (body, v10) = streaming_request(version, message, rpc_id);
-    // The client's headers describe the body it sent, not this one.
-    let mut own = headers.clone();
-    own.remove(header::CONTENT_TYPE);
-    let mut request = converted(agent, agent.stream_client.post(url), &own).json(&body);
+    let mut headers = forwarded.for_gateway_body();
+    converted(&mut headers);
     if v10 {
-        request = speaks_1_0(request);
+        speaks_1_0(&mut headers);
     }
-    if !activate.is_empty() {
+    if !activate.is_empty()
+        && let Ok(list) = HeaderValue::from_str(&activate.join(","))
+    {
         // Both spellings: 1.0 renamed the 0.3 header.
-        let list = activate.join(",");
-        request = request
-            .header("A2A-Extensions", &list)
-            .header("X-A2A-Extensions", &list);
+        headers.insert("a2a-extensions", list.clone());
+        headers.insert("x-a2a-extensions", list);
     }
-    request
+    agent.stream_client.post(url).headers(headers).json(&body)
 }
 
-/// Cancels a task whose client went away.
-pub async fn cancel(agent: &Agent, task: &str) -> RequestBuilder {
+/// Cancels a task whose client went away, with the run's own headers (the
+/// user's credentials included, as the policy allows).
+pub async fn cancel(agent: &Agent, forwarded: &Forwarded, task: &str) -> RequestBuilder {
     let (url, version) = agent.endpoint().await;
     let (body, v10) = cancel_request(version, task, &format!("cancel-{task}"));
-    let mut request = agent.client.post(url).json(&body);
+    let mut headers = forwarded.for_gateway_body();
     if v10 {
-        request = speaks_1_0(request);
+        speaks_1_0(&mut headers);
     }
-    agent.with_configured_headers(request)
+    agent.client.post(url).headers(headers).json(&body)
 }
 
 /// The agent card at `path` below the upstream's base.
-pub fn card(agent: &Agent, path: &str, headers: &HeaderMap) -> Result<RequestBuilder, ApiError> {
-    let url = base_url(&agent.config.upstream)
-        .join(path.trim_start_matches('/'))
+pub fn card(agent: &Agent, path: &str, forwarded: &Forwarded) -> Result<RequestBuilder, ApiError> {
+    let url = upstream_url(&base_url(&agent.config.upstream), path, None)
         .map_err(|err| ApiError::bad_request(ErrorCode::InvalidPath, err.to_string()))?;
-    let mut request = agent.client.get(url);
-    for name in CARD_HEADERS {
-        if let Some(value) = headers.get(name) {
-            request = request.header(name, value);
-        }
-    }
-    Ok(agent.with_configured_headers(request))
-}
-
-/// The upstream URL for a gateway path: the same path under the upstream.
-fn upstream_url(agent: &Agent, path: &str, query: Option<&str>) -> Result<Url, ApiError> {
-    let url = if path == "/" || path.is_empty() {
-        Some(agent.config.upstream.clone())
-    } else {
-        base_url(&agent.config.upstream)
-            .join(path.trim_start_matches('/'))
-            .ok()
-    };
-    let Some(mut url) = url else {
-        return Err(ApiError::bad_request(
-            ErrorCode::InvalidPath,
-            "the path cannot be forwarded",
-        ));
-    };
-    url.set_query(query);
-    Ok(url)
+    let mut headers = forwarded.for_gateway_body();
+    headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+    headers.insert(
+        header::ACCEPT_ENCODING,
+        HeaderValue::from_static("identity"),
+    );
+    Ok(agent.client.get(url).headers(headers))
 }
 
 /// A converted call: the gateway reads the answer itself, so it, not the
 /// client, says what it accepts, and asks for no compression (the
 /// converter needs plain bytes).
-fn converted(agent: &Agent, mut request: RequestBuilder, headers: &HeaderMap) -> RequestBuilder {
-    for (name, value) in headers {
-        let negotiation = name == header::ACCEPT || name == header::ACCEPT_ENCODING;
-        if forwardable(name) && !negotiation {
-            request = request.header(name, value);
-        }
-    }
-    request = request.header(header::ACCEPT_ENCODING, "identity");
-    agent
-        .with_configured_headers(request)
-        .header(header::ACCEPT, CONVERTED_ACCEPT)
+fn converted(headers: &mut HeaderMap) {
+    headers.insert(header::ACCEPT, HeaderValue::from_static(CONVERTED_ACCEPT));
+    headers.insert(
+        header::ACCEPT_ENCODING,
+        HeaderValue::from_static("identity"),
+    );
 }
 
 /// A 1.0 server takes a call without `A2A-Version` for a 0.3 one.
-fn speaks_1_0(request: RequestBuilder) -> RequestBuilder {
-    request.header("A2A-Version", "1.0")
+fn speaks_1_0(headers: &mut HeaderMap) {
+    headers.insert("a2a-version", HeaderValue::from_static("1.0"));
 }
 
 /// 1.0 JSON-RPC method names are PascalCase (`SendStreamingMessage`), 0.3

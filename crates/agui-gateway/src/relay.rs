@@ -24,9 +24,10 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use crate::error::ApiError;
 use crate::metrics::Metrics;
-use crate::outbound;
+use crate::outbound::{self, Forwarded};
+use crate::random::random_u64;
 use crate::state::{AppState, Shutdown};
-use crate::upstream::{Agent, UpstreamError, random_u64};
+use crate::upstream::{Agent, UpstreamError};
 
 /// Called once with the terminal event and the run's A2A task id.
 pub type OnEnd = Box<dyn FnOnce(&Event, Option<&str>) + Send>;
@@ -45,6 +46,7 @@ pub struct Conversion {
 pub async fn open(
     state: &AppState,
     agent: Arc<Agent>,
+    forwarded: Forwarded,
     request: impl Future<Output = Result<reqwest::RequestBuilder, ApiError>>,
     conversion: Conversion,
 ) -> Result<Response, ApiError> {
@@ -54,9 +56,10 @@ pub async fn open(
     let upstream = agent.send_stream(request).await;
     let run = Run {
         agent,
+        forwarded,
         conversion,
         keepalive: state.config.keepalive,
-        max_event_bytes: state.config.max_event_bytes,
+        max_event_bytes: state.config.limits.max_event_bytes,
         shutdown: state.shutdown.clone(),
         metrics: state.metrics.clone(),
         permit,
@@ -67,6 +70,9 @@ pub async fn open(
 /// Everything one relayed run needs besides the upstream response.
 struct Run {
     agent: Arc<Agent>,
+    /// The client's headers as the policy forwards them: the cancel after
+    /// a disconnect carries them too.
+    forwarded: Forwarded,
     conversion: Conversion,
     keepalive: Duration,
     max_event_bytes: usize,
@@ -175,7 +181,8 @@ impl RelayState {
                         }
                         Some(Err(err)) => {
                             let code = if err.is_timeout() { ErrorCode::UpstreamIdleTimeout } else { ErrorCode::UpstreamReadError };
-                            return Some(self.fail(code, format!("reading the upstream response failed: {err}")));
+                            tracing::warn!(agent = self.run.agent.name(), "reading the upstream response failed: {err:?}");
+                            return Some(self.fail(code, "reading the upstream agent's response failed".to_owned()));
                         }
                         None => return Some(self.end_of_body()),
                     }
@@ -264,10 +271,13 @@ impl RelayState {
         if let Some(report) = parsed.as_ref().and_then(a2a_agui::error_report) {
             return self.finish(StreamEnd::AgentError(report));
         }
+        // The body may be a proxy's error page naming internal hosts: it
+        // goes to the log, the client learns the status.
         let excerpt: String = String::from_utf8_lossy(body).chars().take(300).collect();
+        tracing::warn!(agent = self.run.agent.name(), %status, body = %excerpt, "upstream error answer");
         self.fail(
             ErrorCode::UpstreamHttpError,
-            format!("upstream answered HTTP {status}: {excerpt}"),
+            format!("the upstream agent answered HTTP {}", status.as_u16()),
         )
     }
 }
@@ -283,20 +293,21 @@ impl Drop for RelayState {
         let task = self.stream.converter().task_id().map(str::to_owned);
         if let (true, Some(task)) = (self.run.agent.config.cancel_on_disconnect, task) {
             let agent = self.run.agent.clone();
+            let forwarded = self.run.forwarded.clone();
             if let Ok(handle) = tokio::runtime::Handle::try_current() {
-                handle.spawn(async move { send_cancel(&agent, &task).await });
+                handle.spawn(async move { send_cancel(&agent, &forwarded, &task).await });
             }
         }
     }
 }
 
 /// Tells the upstream to cancel a task whose client went away.
-async fn send_cancel(agent: &Agent, task: &str) {
-    match outbound::cancel(agent, task).await.send().await {
+async fn send_cancel(agent: &Agent, forwarded: &Forwarded, task: &str) {
+    match outbound::cancel(agent, forwarded, task).await.send().await {
         Ok(response) => {
             tracing::info!(agent = agent.name(), task, status = %response.status(), "sent A2A cancel after client disconnect")
         }
-        Err(err) => tracing::warn!(agent = agent.name(), task, "A2A cancel failed: {err}"),
+        Err(err) => tracing::warn!(agent = agent.name(), task, "A2A cancel failed: {err:?}"),
     }
 }
 
@@ -349,16 +360,12 @@ fn relay(
             None
         }
         Err(err) => {
-            let code = match &err {
-                UpstreamError::Request(err) if err.is_connect() => ErrorCode::UpstreamUnreachable,
-                UpstreamError::Request(err) if err.is_timeout() => ErrorCode::UpstreamTimeout,
-                UpstreamError::Request(_) => ErrorCode::UpstreamReadError,
-                UpstreamError::NoResponse(_) => ErrorCode::UpstreamTimeout,
-            };
-            Some(state.fail(
-                code,
-                format!("the upstream agent could not be reached: {err}"),
-            ))
+            tracing::warn!(
+                agent = state.run.agent.name(),
+                "upstream call failed: {err:?}"
+            );
+            let (code, message) = unreachable(&err);
+            Some(state.fail(code, message.to_owned()))
         }
     };
     let body = futures::stream::unfold((state, first), |(mut state, first)| async move {
@@ -369,6 +376,29 @@ fn relay(
         Some((Ok(bytes), (state, None)))
     });
     sse_response(Body::from_stream(body))
+}
+
+/// The code and the client's message for an upstream call that failed
+/// before any answer; the details (its URL among them) are only logged.
+pub fn unreachable(err: &UpstreamError) -> (ErrorCode, &'static str) {
+    match err {
+        UpstreamError::Request(err) if err.is_connect() => (
+            ErrorCode::UpstreamUnreachable,
+            "the upstream agent could not be connected to",
+        ),
+        UpstreamError::Request(err) if err.is_timeout() => (
+            ErrorCode::UpstreamTimeout,
+            "the upstream agent did not answer in time",
+        ),
+        UpstreamError::Request(_) => (
+            ErrorCode::UpstreamReadError,
+            "the call to the upstream agent failed",
+        ),
+        UpstreamError::NoResponse(_) => (
+            ErrorCode::UpstreamTimeout,
+            "the upstream agent sent no response headers in time",
+        ),
+    }
 }
 
 pub fn sse_response(body: Body) -> Response {

@@ -9,95 +9,63 @@ use std::time::Instant;
 use a2a_agui::{ErrorCode, Options};
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use futures::StreamExt;
 use serde_json::json;
 
 use crate::error::ApiError;
+use crate::forwarding::returned_headers;
 use crate::negotiate::{Negotiated, negotiate, output_format, wants_agui};
+use crate::outbound::{self, Forwarded};
+use crate::random::random_u64;
 use crate::relay::{self, Conversion};
 use crate::state::{AppState, SharedState};
-use crate::upstream::{Agent, random_u64};
-use crate::{agui, card, outbound};
+use crate::upstream::{Agent, CardStatus, UpstreamError};
+use crate::{agui, card, edge};
 
 pub fn router(state: SharedState) -> Router {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
+    let mut router = Router::new().route("/healthz", get(healthz));
+    if state.config.admin_listen.is_none() {
+        router = router
+            .route("/readyz", get(readyz))
+            .route("/metrics", get(metrics));
+    }
+    router
         .route("/v1/agents", get(list_agents))
         .route("/agui", post(agui_default))
         .route("/v1/agents/{name}/agui", post(agui_named))
-        .route("/v1/agents/{name}", any(proxy_named_root))
-        .route("/v1/agents/{name}/", any(proxy_named_root))
+        .route("/v1/agents/{name}", any(proxy_named))
+        .route("/v1/agents/{name}/", any(proxy_named))
         .route("/v1/agents/{name}/{*rest}", any(proxy_named))
         .fallback(proxy_default)
         // The gateway enforces `max_request_bytes` itself, with a JSON error.
         .layer(axum::extract::DefaultBodyLimit::disable())
-        .layer(axum::middleware::from_fn_with_state(state.clone(), gate))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            edge::gate,
+        ))
         .with_state(state)
 }
 
-fn draining() -> ApiError {
-    ApiError::unavailable(ErrorCode::GatewayDraining, "the gateway is shutting down")
-}
-
-/// CORS and draining, in front of every route.
-async fn gate(
-    State(state): State<SharedState>,
-    request: Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let origin = request.headers().get(header::ORIGIN).cloned();
-    let allowed = origin.as_ref().and_then(|origin| {
-        let origins = &state.config.cors_origins;
-        let text = origin.to_str().ok()?;
-        if origins.iter().any(|o| o == "*") {
-            Some(HeaderValue::from_static("*"))
-        } else {
-            origins.iter().any(|o| o == text).then(|| origin.clone())
-        }
-    });
-    if request.method() == Method::OPTIONS
-        && let Some(allowed) = &allowed
-    {
-        let mut response = StatusCode::NO_CONTENT.into_response();
-        add_cors(response.headers_mut(), allowed);
-        return response;
-    }
-    // Probes and metrics keep answering: orchestrators watch a drain.
-    let exempt = matches!(request.uri().path(), "/healthz" | "/readyz" | "/metrics");
-    let mut response = if state.shutdown.draining.is_cancelled() && !exempt {
-        draining().into_response()
-    } else {
-        next.run(request).await
-    };
-    if let Some(allowed) = &allowed {
-        add_cors(response.headers_mut(), allowed);
-    }
-    response
-}
-
-fn add_cors(headers: &mut HeaderMap, origin: &HeaderValue) {
-    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
-    headers.insert(
-        header::ACCESS_CONTROL_ALLOW_METHODS,
-        HeaderValue::from_static("GET, POST, OPTIONS"),
-    );
-    headers.insert(
-        header::ACCESS_CONTROL_ALLOW_HEADERS,
-        HeaderValue::from_static("*"),
-    );
+/// The admin listener's routes: probes and metrics, for the cluster only.
+pub fn admin_router(state: SharedState) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .with_state(state)
 }
 
 async fn healthz() -> impl IntoResponse {
     axum::Json(json!({ "status": "ok" }))
 }
 
-/// Ready when not draining and every upstream serves its card.
+/// Ready when not draining and every upstream served its card at the last
+/// background refresh: a probe never calls an upstream, except (one at a
+/// time, at most every 2 s) before an agent's first refresh has finished.
 async fn readyz(State(state): State<SharedState>) -> Result<Response, ApiError> {
     if state.shutdown.draining.is_cancelled() {
         return Err(ApiError::unavailable(
@@ -108,11 +76,18 @@ async fn readyz(State(state): State<SharedState>) -> Result<Response, ApiError> 
     let mut agents = serde_json::Map::new();
     let mut ready = true;
     for (name, agent) in &state.agents {
-        let status = match agent.refresh_card().await {
-            Ok(_) => json!({ "ready": true }),
-            Err(err) => {
+        if matches!(agent.card_status(), CardStatus::Unknown) {
+            let _ = agent.current_card().await;
+        }
+        let status = match agent.card_status() {
+            CardStatus::Ready => json!({ "ready": true }),
+            CardStatus::Failing(reason) => {
                 ready = false;
-                json!({ "ready": false, "error": err.to_string() })
+                json!({ "ready": false, "error": reason })
+            }
+            CardStatus::Unknown => {
+                ready = false;
+                json!({ "ready": false, "error": "the agent card has not been fetched yet" })
             }
         };
         agents.insert(name.clone(), status);
@@ -134,11 +109,14 @@ async fn metrics(State(state): State<SharedState>) -> Response {
         .into_response()
 }
 
-async fn list_agents(State(state): State<SharedState>, headers: HeaderMap) -> Response {
+async fn list_agents(State(state): State<SharedState>, request: Request) -> Response {
     state.metrics.count_request("agents");
-    let public = card::public_base(&state.config, &headers);
+    let public = card::public_base(&state.config, request.headers());
     let mut agents = Vec::new();
     for (name, agent) in &state.agents {
+        if edge::allowed(&state, request.extensions(), agent).is_err() {
+            continue;
+        }
         let card = agent.current_card().await;
         let field = |key: &str| {
             card.as_ref()
@@ -165,9 +143,9 @@ async fn agui_default(
 
 async fn agui_named(
     State(state): State<SharedState>,
-    Path(name): Path<String>,
     request: Request,
 ) -> Result<Response, ApiError> {
+    let (name, _) = split_agent_path(request.uri().path());
     let agent = state.named(&name)?;
     agui_run(state, agent, request).await
 }
@@ -178,20 +156,38 @@ async fn agui_run(
     request: Request,
 ) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
+    edge::allowed(&state, &parts.extensions, &agent)?;
+    let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get());
     let body = read_body(&state, body).await?;
-    agui::run(state, agent, parts.headers, body).await
+    let scope = edge::scope(&parts.extensions);
+    agui::run(state, agent, forwarded, scope, body).await
 }
 
-/// The request body, up to `max_request_bytes`; past it, a 413 JSON error.
+/// The request body, up to `max_request_bytes` and within
+/// `request_body_timeout`; past either, a JSON error.
 async fn read_body(state: &AppState, body: Body) -> Result<Bytes, ApiError> {
-    let limit = state.config.max_request_bytes;
-    axum::body::to_bytes(body, limit).await.map_err(|_| {
-        ApiError::new(
+    let limits = &state.config.limits;
+    let limit = limits.max_request_bytes;
+    let read = tokio::time::timeout(
+        limits.request_body_timeout,
+        axum::body::to_bytes(body, limit),
+    );
+    match read.await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(_)) => Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::RequestTooLarge,
             format!("the request body exceeds {limit} bytes"),
-        )
-    })
+        )),
+        Err(_) => Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            ErrorCode::RequestTimeout,
+            format!(
+                "the request body did not arrive within {} s",
+                limits.request_body_timeout.as_secs()
+            ),
+        )),
+    }
 }
 
 async fn proxy_default(
@@ -203,32 +199,30 @@ async fn proxy_default(
     proxy(state, agent, path, String::new(), request).await
 }
 
-async fn proxy_named_root(
-    State(state): State<SharedState>,
-    Path(name): Path<String>,
-    request: Request,
-) -> Result<Response, ApiError> {
-    proxy_named_path(state, &name, "/".to_owned(), request).await
-}
-
+/// A named agent's route: the rest of the path goes to its upstream, and
+/// its card is mounted under `/v1/agents/{name}`. The rest is taken from
+/// the raw URI, still percent-encoded: the router's decoded copy would
+/// turn `%2e%2e` into `..` and `%2F` into `/` before `target` could judge.
 async fn proxy_named(
     State(state): State<SharedState>,
-    Path((name, rest)): Path<(String, String)>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    proxy_named_path(state, &name, format!("/{rest}"), request).await
+    let (name, path) = split_agent_path(request.uri().path());
+    let agent = state.named(&name)?;
+    proxy(state, agent, path, format!("/v1/agents/{name}"), request).await
 }
 
-/// A named agent's route: `path` goes to its upstream, and its card is
-/// mounted under `/v1/agents/{name}`.
-async fn proxy_named_path(
-    state: SharedState,
-    name: &str,
-    path: String,
-    request: Request,
-) -> Result<Response, ApiError> {
-    let agent = state.named(name)?;
-    proxy(state, agent, path, format!("/v1/agents/{name}"), request).await
+/// `/v1/agents/{name}/{rest}` split by hand (the router only chose the
+/// handler): the name percent-decoded (agent names are plain tokens, so
+/// a name that does not decode names no agent), the rest still encoded.
+fn split_agent_path(raw: &str) -> (String, String) {
+    let below = raw.strip_prefix("/v1/agents/").unwrap_or_default();
+    let (name, rest) = below.find('/').map_or((below, "/"), |i| below.split_at(i));
+    let name = url::form_urlencoded::parse(format!("n={}", name.replace('+', "%2B")).as_bytes())
+        .next()
+        .map(|(_, value)| value.into_owned())
+        .unwrap_or_default();
+    (name, rest.to_owned())
 }
 
 /// An agent's A2A routes: its card, passthrough, or a converted stream.
@@ -240,21 +234,35 @@ async fn proxy(
     request: Request,
 ) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
+    edge::allowed(&state, &parts.extensions, &agent)?;
+    outbound::check_path(&agent, &path)?;
+    let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get());
     let query = parts.uri.query();
     let body = read_body(&state, body).await?;
     if parts.method == Method::GET && card::is_card_path(&path) {
         state.metrics.count_request("card");
-        return card::serve(&state.config, &agent, &path, &mount, &parts.headers).await;
+        return card::serve(
+            &state.config,
+            &agent,
+            &path,
+            &mount,
+            &parts.headers,
+            &forwarded,
+        )
+        .await;
     }
     if !wants_agui(&parts.headers, query) {
         state.metrics.count_request("passthrough");
-        return passthrough(&state, &agent, &parts, &path, body).await;
+        return passthrough(&state, &agent, &parts, &path, &forwarded, body).await;
     }
     let seed = match negotiate(&parts.method, &path, &body)? {
-        Negotiated::RunAgentInput => return agui::run(state, agent, parts.headers, body).await,
+        Negotiated::RunAgentInput => {
+            let scope = edge::scope(&parts.extensions);
+            return agui::run(state, agent, forwarded, scope, body).await;
+        }
         Negotiated::NotConvertible => {
             state.metrics.count_request("passthrough");
-            return passthrough(&state, &agent, &parts, &path, body).await;
+            return passthrough(&state, &agent, &parts, &path, &forwarded, body).await;
         }
         Negotiated::Forward => None,
         Negotiated::Build(message) => Some(message),
@@ -270,23 +278,23 @@ async fn proxy(
     };
     let request = async {
         match seed {
-            None => outbound::forward(
-                &agent,
-                parts.method.clone(),
-                &path,
-                query,
-                &parts.headers,
-                body,
-            ),
+            None => outbound::forward(&agent, parts.method.clone(), &path, query, &forwarded, body),
             Some(message) => {
                 let rpc_id = format!("agui-gateway-{:x}", random_u64());
                 // Extensions in the seed's message are not activated: a
                 // client wanting that sends the header itself.
-                Ok(outbound::build(&agent, &parts.headers, &message, &rpc_id, &[]).await)
+                Ok(outbound::build(&agent, &forwarded, &message, &rpc_id, &[]).await)
             }
         }
     };
-    relay::open(&state, agent.clone(), request, conversion).await
+    relay::open(
+        &state,
+        agent.clone(),
+        forwarded.clone(),
+        request,
+        conversion,
+    )
+    .await
 }
 
 /// Transparent mode: the request as it came, the response as it comes
@@ -296,6 +304,7 @@ async fn passthrough(
     agent: &Agent,
     parts: &axum::http::request::Parts,
     path: &str,
+    forwarded: &Forwarded,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let request = outbound::passthrough(
@@ -303,29 +312,34 @@ async fn passthrough(
         parts.method.clone(),
         path,
         parts.uri.query(),
-        &parts.headers,
+        forwarded,
         body,
     )?;
+    // Passed-through streams count under `max_streams` as converted ones do.
+    let permit = state.stream_permit()?;
     let started = Instant::now();
     let upstream = request.send().await.map_err(|err| {
-        let (status, code) = if err.is_timeout() {
-            (StatusCode::GATEWAY_TIMEOUT, ErrorCode::UpstreamTimeout)
+        tracing::warn!(agent = agent.name(), "passthrough call failed: {err:?}");
+        let (code, message) = relay::unreachable(&UpstreamError::Request(err));
+        let status = if code == ErrorCode::UpstreamTimeout {
+            StatusCode::GATEWAY_TIMEOUT
         } else {
-            (StatusCode::BAD_GATEWAY, ErrorCode::UpstreamUnreachable)
+            StatusCode::BAD_GATEWAY
         };
         state.metrics.count_error(code.as_str());
-        ApiError::new(
-            status,
-            code,
-            format!("the upstream agent could not be reached: {err}"),
-        )
+        ApiError::new(status, code, message)
     })?;
     state.metrics.observe_upstream_latency(started.elapsed());
     let status = upstream.status();
-    let headers = outbound::returned_headers(upstream.headers());
+    let headers = returned_headers(upstream.headers());
     let stop = state.shutdown.stop.clone();
-    let body =
-        head_first(upstream.bytes_stream()).take_until(async move { stop.cancelled().await });
+    let body = head_first(upstream.bytes_stream())
+        .take_until(async move { stop.cancelled().await })
+        .map(move |chunk| {
+            // The place under `max_streams` lives as long as the body.
+            let _held = &permit;
+            chunk
+        });
     let mut response = Response::new(Body::from_stream(body));
     *response.status_mut() = status;
     *response.headers_mut() = headers;

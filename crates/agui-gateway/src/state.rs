@@ -8,16 +8,21 @@ use a2a_agui::ErrorCode;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::{AuthSetupError, Authenticator};
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::ratelimit::RateLimiter;
 use crate::upstream::Agent;
 
 pub struct AppState {
-    /// One permit per open converted stream, held by the stream's body.
+    /// One permit per open stream, held by the stream's body.
     streams: Arc<Semaphore>,
     pub config: Config,
     pub agents: BTreeMap<String, Arc<Agent>>,
+    /// `None` when authentication is off.
+    pub auth: Option<Authenticator>,
+    pub rate_limit: Option<RateLimiter>,
     pub metrics: Arc<Metrics>,
     pub shutdown: Shutdown,
     pub waiting: WaitingTasks,
@@ -25,14 +30,45 @@ pub struct AppState {
 
 pub type SharedState = Arc<AppState>;
 
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("gateway could not build its HTTP client: {0}")]
+    Http(#[from] reqwest::Error),
+    #[error(transparent)]
+    Auth(#[from] AuthSetupError),
+    #[error(
+        "agents.{agent}.headers_env: {header} needs {variable}, which is not set (or not a valid header value)"
+    )]
+    HeaderEnv {
+        agent: String,
+        header: String,
+        variable: String,
+    },
+}
+
 impl AppState {
-    pub fn new(config: Config, shutdown: Shutdown) -> Result<AppState, reqwest::Error> {
+    pub fn new(config: Config, shutdown: Shutdown) -> Result<AppState, StartError> {
         let mut agents = BTreeMap::new();
         for agent in &config.agents {
-            agents.insert(agent.name.clone(), Arc::new(Agent::new(agent.clone())?));
+            let mut agent = agent.clone();
+            for (header, variable) in std::mem::take(&mut agent.headers_env) {
+                let value = std::env::var(&variable)
+                    .ok()
+                    .filter(|v| axum::http::HeaderValue::from_str(v).is_ok())
+                    .ok_or_else(|| StartError::HeaderEnv {
+                        agent: agent.name.clone(),
+                        header: header.clone(),
+                        variable: variable.clone(),
+                    })?;
+                agent.headers.push((header, value));
+            }
+            let agent = Agent::new(agent, &config.gateway_id, &config.limits)?;
+            agents.insert(agent.name().to_owned(), Arc::new(agent));
         }
         Ok(AppState {
-            streams: Arc::new(Semaphore::new(config.max_streams)),
+            streams: Arc::new(Semaphore::new(config.limits.max_streams)),
+            auth: Authenticator::load(&config.auth, &config.limits)?,
+            rate_limit: config.rate_limit.map(RateLimiter::new),
             config,
             agents,
             metrics: Arc::new(Metrics::default()),
@@ -41,7 +77,7 @@ impl AppState {
         })
     }
 
-    /// A place for one more converted stream. Refused at once rather than
+    /// A place for one more stream. Refused at once rather than
     /// queued: a client waiting on a full gateway would hold its socket
     /// with nothing to show, while a 503 lets a balancer try elsewhere.
     pub fn stream_permit(&self) -> Result<OwnedSemaphorePermit, ApiError> {
@@ -52,7 +88,7 @@ impl AppState {
                 code,
                 format!(
                     "{} streams are open, the configured maximum",
-                    self.config.max_streams
+                    self.config.limits.max_streams
                 ),
             )
         })

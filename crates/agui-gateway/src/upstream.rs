@@ -2,15 +2,17 @@
 //! JSON-RPC bodies of the calls the gateway writes itself (how those calls
 //! are sent is `outbound`'s business).
 
-use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use axum::http::{HeaderName, HeaderValue};
 use serde_json::{Value, json};
 use url::Url;
 
-use crate::config::{A2aVersion, AgentConfig};
+use crate::config::{A2aVersion, AgentConfig, Limits};
+use crate::forwarding::{background_headers, via_entry};
+use crate::target::base_url;
 
 /// What the gateway learned from the agent card.
 #[derive(Debug, Clone)]
@@ -25,12 +27,40 @@ pub struct CardInfo {
 
 pub struct Agent {
     pub config: AgentConfig,
+    /// The configured headers, checked once: they replace client headers
+    /// of the same name on every call (`forwarding::upstream_headers`).
+    pub configured_headers: Vec<(HeaderName, HeaderValue)>,
+    /// This gateway's `Via` entry.
+    pub via: String,
     /// For passthrough and cards: reqwest's per-read timeout bounds them.
     pub client: reqwest::Client,
     /// For converted streams, whose relay keeps its own idle timer: no
     /// per-read timer on every chunk (see `send_stream`).
     pub stream_client: reqwest::Client,
+    card_timeout: Duration,
+    max_card_bytes: usize,
     card: RwLock<Option<Arc<CardInfo>>>,
+    /// The last card refresh's outcome, for `/readyz`.
+    status: RwLock<CardStatus>,
+    /// A card naming a foreign endpoint is logged once, not on every refresh.
+    warned_foreign: AtomicBool,
+    /// Requests that find no card fetch one in turn, not all at once.
+    first_fetch: tokio::sync::Mutex<()>,
+    last_attempt: Mutex<Option<Instant>>,
+}
+
+/// While no card was ever read, requests try again at most this often.
+const CARD_RETRY_GAP: Duration = Duration::from_secs(2);
+
+/// What `/readyz` reports for an agent, without calling it.
+#[derive(Debug, Clone, Default)]
+pub enum CardStatus {
+    /// No refresh has finished yet.
+    #[default]
+    Unknown,
+    Ready,
+    /// The reason, worded for clients: no upstream address in it.
+    Failing(&'static str),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -43,14 +73,32 @@ pub enum UpstreamError {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CardError {
-    #[error("upstream card request failed: {0}")]
+    #[error("the agent card request failed")]
     Request(#[from] reqwest::Error),
-    #[error("upstream served no agent card (tried {0})")]
-    NotFound(String),
+    #[error("the agent card is larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("the upstream serves no agent card")]
+    NotFound,
+}
+
+impl CardError {
+    fn reason(&self) -> &'static str {
+        match self {
+            CardError::Request(err) if err.is_timeout() => "the agent card request timed out",
+            CardError::Request(err) if err.is_connect() => "the upstream could not be connected to",
+            CardError::Request(_) => "the agent card request failed",
+            CardError::TooLarge(_) => "the agent card is too large",
+            CardError::NotFound => "the upstream serves no agent card",
+        }
+    }
 }
 
 impl Agent {
-    pub fn new(config: AgentConfig) -> Result<Agent, reqwest::Error> {
+    pub fn new(
+        config: AgentConfig,
+        gateway_id: &str,
+        limits: &Limits,
+    ) -> Result<Agent, reqwest::Error> {
         let builder = || {
             reqwest::Client::builder()
                 .connect_timeout(config.connect_timeout)
@@ -62,11 +110,31 @@ impl Agent {
         // headers); never a total deadline, which would cut streams.
         let client = builder().read_timeout(config.idle_timeout).build()?;
         let stream_client = builder().build()?;
+        // The configuration check refuses invalid headers; none is dropped
+        // silently here for want of a path to report it.
+        let configured_headers = config
+            .headers
+            .iter()
+            .filter_map(|(name, value)| {
+                Some((
+                    HeaderName::from_bytes(name.as_bytes()).ok()?,
+                    HeaderValue::from_str(value).ok()?,
+                ))
+            })
+            .collect();
         Ok(Agent {
+            configured_headers,
+            via: via_entry(gateway_id),
             config,
             client,
             stream_client,
+            card_timeout: limits.card_timeout,
+            max_card_bytes: limits.max_card_bytes,
             card: RwLock::new(None),
+            status: RwLock::new(CardStatus::Unknown),
+            warned_foreign: AtomicBool::new(false),
+            first_fetch: tokio::sync::Mutex::new(()),
+            last_attempt: Mutex::new(None),
         })
     }
 
@@ -88,55 +156,99 @@ impl Agent {
         &self.config.name
     }
 
-    /// Adds the headers configured for this agent (an API key, say): every
-    /// call to the agent, card discovery included, gets them from here,
-    /// after any headers taken from the client.
-    pub fn with_configured_headers(
-        &self,
-        mut request: reqwest::RequestBuilder,
-    ) -> reqwest::RequestBuilder {
-        for (name, value) in &self.config.headers {
-            request = request.header(name, value);
-        }
-        request
-    }
-
     pub fn card(&self) -> Option<Arc<CardInfo>> {
         self.card.read().ok().and_then(|c| c.clone())
     }
 
-    /// The card if fresh, else a new fetch; on failure the last one known.
+    pub fn card_status(&self) -> CardStatus {
+        self.status
+            .read()
+            .map(|s| s.clone())
+            .unwrap_or(CardStatus::Unknown)
+    }
+
+    /// The card as the background refresh keeps it, stale or not: requests
+    /// never wait on an upstream's card once one was read. Until then, one
+    /// request at a time fetches it, and not more often than every 2 s.
     pub async fn current_card(&self) -> Option<Arc<CardInfo>> {
-        match self.card() {
-            Some(card) if card.fetched.elapsed() < self.config.card_refresh => Some(card),
-            stale => self.refresh_card().await.ok().or(stale),
+        if let Some(card) = self.card() {
+            return Some(card);
         }
+        let _turn = self.first_fetch.lock().await;
+        if let Some(card) = self.card() {
+            return Some(card);
+        }
+        let recent = self
+            .last_attempt
+            .lock()
+            .ok()
+            .and_then(|last| *last)
+            .is_some_and(|at| at.elapsed() < CARD_RETRY_GAP);
+        if recent {
+            return None;
+        }
+        self.refresh_card().await.ok()
     }
 
     /// Reads the card from `agent-card.json`, falling back to the 0.2-era
     /// `agent.json`, under the upstream's path and then at its origin.
     pub async fn refresh_card(&self) -> Result<Arc<CardInfo>, CardError> {
-        let mut tried = Vec::new();
+        if let Ok(mut last) = self.last_attempt.lock() {
+            *last = Some(Instant::now());
+        }
+        let result = self.fetch_card().await;
+        let status = match &result {
+            Ok(_) => CardStatus::Ready,
+            Err(err) => CardStatus::Failing(err.reason()),
+        };
+        if let Ok(mut slot) = self.status.write() {
+            *slot = status;
+        }
+        result
+    }
+
+    async fn fetch_card(&self) -> Result<Arc<CardInfo>, CardError> {
+        let headers = background_headers(&self.configured_headers, &self.via);
         for url in self.card_urls() {
-            tried.push(url.to_string());
-            let request = self.with_configured_headers(self.client.get(url.clone()));
-            let response = request.send().await?;
-            if !response.status().is_success() {
-                continue;
-            }
-            let Ok(card) = response.json::<Value>().await else {
+            let request = self.client.get(url).headers(headers.clone());
+            let Some((card, _)) = self.read_card(request).await? else {
                 continue;
             };
-            if !card.is_object() {
-                continue;
-            }
             let info = Arc::new(self.card_info(card));
             if let Ok(mut slot) = self.card.write() {
                 *slot = Some(info.clone());
             }
             return Ok(info);
         }
-        Err(CardError::NotFound(tried.join(", ")))
+        Err(CardError::NotFound)
+    }
+
+    /// Sends a card request, bounded in time and size; `None` when the
+    /// answer is not a card (an error status, not a JSON object).
+    pub async fn read_card(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<Option<(Value, reqwest::header::HeaderMap)>, CardError> {
+        let mut response = request.timeout(self.card_timeout).send().await?;
+        if !response.status().is_success() {
+            return Ok(None);
+        }
+        let limit = self.max_card_bytes;
+        if response.content_length().is_some_and(|n| n > limit as u64) {
+            return Err(CardError::TooLarge(limit));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await? {
+            if body.len() + chunk.len() > limit {
+                return Err(CardError::TooLarge(limit));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let headers = response.headers().clone();
+        Ok(serde_json::from_slice::<Value>(&body)
+            .ok()
+            .filter(Value::is_object)
+            .map(|card| (card, headers)))
     }
 
     fn card_urls(&self) -> Vec<Url> {
@@ -157,12 +269,32 @@ impl Agent {
 
     fn card_info(&self, card: Value) -> CardInfo {
         let (version, url) = card_endpoint(&card, self.config.a2a_version);
+        let url = url.filter(|url| self.may_call(url));
         CardInfo {
             jsonrpc_url: url.unwrap_or_else(|| self.config.upstream.clone()),
             version,
             card,
             fetched: Instant::now(),
         }
+    }
+
+    /// Whether the gateway may send calls where a card points: only to the
+    /// configured upstream's origin or an `allowed_origins` one. A card is
+    /// the upstream's word, and the upstream's credentials go with the call.
+    fn may_call(&self, url: &Url) -> bool {
+        let origin = url.origin();
+        if origin == self.config.upstream.origin() || self.config.allowed_origins.contains(&origin)
+        {
+            return true;
+        }
+        if !self.warned_foreign.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                agent = self.name(),
+                card_url = %url,
+                "the agent card names an endpoint on another origin; it is ignored (add the origin to allowed_origins to use it)"
+            );
+        }
+        false
     }
 
     /// Where and how to send a call the gateway builds itself.
@@ -179,44 +311,34 @@ impl Agent {
         }
     }
 
-    /// Refreshes the card periodically until the token is cancelled.
+    /// Refreshes the card until the token is cancelled: every
+    /// `card_refresh` while it works, sooner (1 s, doubling to 30 s) while
+    /// it fails, so `/readyz` follows the upstream without calling it.
     pub fn spawn_card_refresh(self: &Arc<Self>, stop: tokio_util::sync::CancellationToken) {
         let agent = self.clone();
         let every = agent.config.card_refresh.max(Duration::from_secs(1));
         tokio::spawn(async move {
+            let mut retry = Duration::from_secs(1);
             loop {
-                if let Err(err) = agent.refresh_card().await {
-                    tracing::warn!(agent = agent.name(), "agent card: {err}");
-                }
+                let wait = match agent.refresh_card().await {
+                    Ok(_) => {
+                        retry = Duration::from_secs(1);
+                        every
+                    }
+                    Err(err) => {
+                        tracing::warn!(agent = agent.name(), "agent card: {err:?}");
+                        let wait = retry.min(every);
+                        retry = (retry * 2).min(Duration::from_secs(30));
+                        wait
+                    }
+                };
                 tokio::select! {
                     _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(every) => {}
+                    _ = tokio::time::sleep(wait) => {}
                 }
             }
         });
     }
-}
-
-static DRAWS: AtomicU64 = AtomicU64::new(0);
-
-/// A random 64-bit value for ids that must not collide across runs (JSON-RPC
-/// ids, message ids, minted AG-UI ids): the standard library's per-process
-/// keyed hasher (OS-seeded) over a counter, so no extra dependency.
-pub fn random_u64() -> u64 {
-    let mut hasher = std::hash::RandomState::new().build_hasher();
-    hasher.write_u64(DRAWS.fetch_add(1, Ordering::Relaxed));
-    hasher.finish()
-}
-
-/// The upstream URL as a base for joining relative paths (ends in `/`).
-pub fn base_url(upstream: &Url) -> Url {
-    let mut base = upstream.clone();
-    if !base.path().ends_with('/') {
-        let path = format!("{}/", base.path());
-        base.set_path(&path);
-    }
-    base.set_query(None);
-    base
 }
 
 /// The JSON-RPC endpoint and dialect a card declares. 1.0 cards list

@@ -5,7 +5,10 @@
 //! All in one binary, to link once.
 #![allow(clippy::expect_used, clippy::unwrap_used)] // test code: a panic is the failure report
 
+mod auth;
+mod edge;
 mod frameworks;
+mod limits;
 mod matrix;
 mod readme;
 mod support;

@@ -1,0 +1,461 @@
+//! The TOML file: read leniently where the gateway has a default, checked
+//! strictly where a mistake would open the edge (unknown keys, header
+//! names, origins, allow entries are all errors with their line).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::time::Duration;
+
+use a2a_agui::OutputFormat;
+use axum::http::{HeaderName, HeaderValue};
+use serde::Deserialize;
+use toml::Spanned;
+use url::Url;
+
+use super::{
+    A2aVersion, AgentConfig, Allow, AuthConfig, Config, ConfigError, JwtConfig, JwtKey, Limits,
+    RateLimit, random_gateway_id,
+};
+use crate::forwarding::{ForwardPolicy, TrustedProxies};
+
+pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
+    let at = |span: Range<usize>, message: String| ConfigError::At {
+        path: path.to_owned(),
+        line: line_of(text, span.start),
+        message,
+    };
+    let file: FileConfig = toml::from_str(text).map_err(|e| {
+        let line = e.span().map_or(1, |s| line_of(text, s.start));
+        ConfigError::At {
+            path: path.to_owned(),
+            line,
+            message: e.message().to_owned(),
+        }
+    })?;
+    let address =
+        |value: &Option<Spanned<String>>, key: &str| -> Result<Option<SocketAddr>, ConfigError> {
+            match value {
+                Some(v) => v
+                    .get_ref()
+                    .parse()
+                    .map(Some)
+                    .map_err(|e| at(v.span(), format!("{key}: {e}"))),
+                None => Ok(None),
+            }
+        };
+    let listen =
+        address(&file.listen, "listen")?.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080)));
+    let admin_listen = address(&file.admin_listen, "admin_listen")?;
+    let public_url = match &file.public_url {
+        Some(url) => Some(
+            Url::parse(url.get_ref()).map_err(|e| at(url.span(), format!("public_url: {e}")))?,
+        ),
+        None => None,
+    };
+    let mut agents = Vec::new();
+    for (name, agent) in &file.agents {
+        if !super::is_agent_name(name) {
+            return Err(at(
+                agent.upstream.span(),
+                format!("agents.{name:?}: a name is letters, digits, '.', '_' and '-'"),
+            ));
+        }
+        agents.push(agent_config(name, agent, &at)?);
+    }
+    if agents.is_empty() {
+        return Err(ConfigError::File {
+            path: path.to_owned(),
+            message: "no agents: add an [agents.NAME] table with an upstream".to_owned(),
+        });
+    }
+    let default_agent = match &file.default_agent {
+        Some(name) if !agents.iter().any(|a| &a.name == name.get_ref()) => {
+            return Err(at(
+                name.span(),
+                format!("default_agent: no agent named {:?}", name.get_ref()),
+            ));
+        }
+        Some(name) => Some(name.get_ref().clone()),
+        None if agents.len() == 1 => Some(agents[0].name.clone()),
+        None => agents
+            .iter()
+            .find(|a| a.name == "default")
+            .map(|a| a.name.clone()),
+    };
+    let trusted_proxies = match &file.trusted_proxies {
+        None => TrustedProxies::loopback(),
+        Some(list) => {
+            let mut nets = Vec::new();
+            for net in list.get_ref() {
+                let parsed = net
+                    .parse()
+                    .or_else(|_| net.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                    .map_err(|_| {
+                        at(
+                            list.span(),
+                            format!("trusted_proxies: {net:?} is not an address or CIDR"),
+                        )
+                    })?;
+                nets.push(parsed);
+            }
+            TrustedProxies(nets)
+        }
+    };
+    let gateway_id = match &file.gateway_id {
+        Some(id) if id.get_ref().is_empty() || id.get_ref().contains([' ', ',', '\t']) => {
+            return Err(at(
+                id.span(),
+                "gateway_id: one token, no spaces or commas".to_owned(),
+            ));
+        }
+        Some(id) => id.get_ref().clone(),
+        None => random_gateway_id(),
+    };
+    let defaults = Limits::default();
+    let limits = &file.limits;
+    let secs = |value: Option<u64>, default: Duration| value.map_or(default, Duration::from_secs);
+    let limits = Limits {
+        max_event_bytes: limits.max_event_bytes.unwrap_or(defaults.max_event_bytes),
+        max_request_bytes: limits
+            .max_request_bytes
+            .unwrap_or(defaults.max_request_bytes),
+        max_streams: limits.max_streams.unwrap_or(defaults.max_streams).max(1),
+        max_connections: limits
+            .max_connections
+            .unwrap_or(defaults.max_connections)
+            .max(1),
+        header_read_timeout: secs(
+            limits.header_read_timeout_secs,
+            defaults.header_read_timeout,
+        )
+        .max(Duration::from_secs(1)),
+        request_body_timeout: secs(
+            limits.request_body_timeout_secs,
+            defaults.request_body_timeout,
+        )
+        .max(Duration::from_secs(1)),
+        write_timeout: secs(limits.write_timeout_secs, defaults.write_timeout)
+            .max(Duration::from_secs(1)),
+        card_timeout: secs(limits.card_timeout_secs, defaults.card_timeout)
+            .max(Duration::from_secs(1)),
+        max_card_bytes: limits.max_card_bytes.unwrap_or(defaults.max_card_bytes),
+    };
+    let auth = auth_config(&file.auth, &at)?;
+    let rate_limit = match &file.rate_limit {
+        None => None,
+        Some(limit) if limit.get_ref().per_second == 0 => {
+            return Err(at(
+                limit.span(),
+                "rate_limit.per_second: must be at least 1".to_owned(),
+            ));
+        }
+        Some(limit) => Some(RateLimit {
+            per_second: limit.get_ref().per_second,
+            burst: limit
+                .get_ref()
+                .burst
+                .unwrap_or(limit.get_ref().per_second)
+                .max(1),
+        }),
+    };
+    Ok(Config {
+        listen,
+        admin_listen,
+        public_url,
+        default_agent,
+        agents,
+        gateway_id,
+        trusted_proxies,
+        keepalive: Duration::from_secs(file.keepalive_secs.unwrap_or(15).max(1)),
+        shutdown_grace: Duration::from_secs(file.shutdown_grace_secs.unwrap_or(10)),
+        limits,
+        cors_origins: file.cors.allow_origins,
+        auth,
+        rate_limit,
+    })
+}
+
+fn agent_config(
+    name: &str,
+    agent: &FileAgent,
+    at: &impl Fn(Range<usize>, String) -> ConfigError,
+) -> Result<AgentConfig, ConfigError> {
+    let upstream = Url::parse(agent.upstream.get_ref()).map_err(|e| {
+        at(
+            agent.upstream.span(),
+            format!("agents.{name}.upstream: {e}"),
+        )
+    })?;
+    if !matches!(upstream.scheme(), "http" | "https") {
+        return Err(at(
+            agent.upstream.span(),
+            format!("agents.{name}.upstream: only http and https upstreams are supported"),
+        ));
+    }
+    let mut config = AgentConfig::new(name, upstream);
+    if let Some(version) = &agent.a2a_version {
+        config.a2a_version = match version.get_ref().as_str() {
+            "auto" => A2aVersion::Auto,
+            "0.3" | "0.2" => A2aVersion::V03,
+            "1.0" => A2aVersion::V10,
+            other => {
+                return Err(at(
+                    version.span(),
+                    format!("agents.{name}.a2a_version: {other:?} is not auto, 0.3 or 1.0"),
+                ));
+            }
+        };
+    }
+    let format = match (&agent.format, &agent.output) {
+        (Some(format), Some(output)) => {
+            let later = format.span().start.max(output.span().start);
+            return Err(at(
+                later..later,
+                format!("agents.{name}: format and output (its older name) are both given"),
+            ));
+        }
+        (Some(format), None) => Some(("format", format)),
+        (None, Some(output)) => Some(("output", output)),
+        (None, None) => None,
+    };
+    if let Some((key, format)) = format {
+        config.format = OutputFormat::parse(format.get_ref()).ok_or_else(|| {
+            at(
+                format.span(),
+                format!("agents.{name}.{key}: expected agui or hector"),
+            )
+        })?;
+    }
+    if let Some(headers) = &agent.headers {
+        for (header, value) in headers.get_ref() {
+            if HeaderName::from_bytes(header.as_bytes()).is_err()
+                || HeaderValue::from_str(value).is_err()
+            {
+                return Err(at(
+                    headers.span(),
+                    format!("agents.{name}.headers: {header:?} is not a valid header"),
+                ));
+            }
+            config.headers.push((header.clone(), value.clone()));
+        }
+    }
+    if let Some(headers) = &agent.headers_env {
+        for (header, variable) in headers.get_ref() {
+            if HeaderName::from_bytes(header.as_bytes()).is_err() || variable.is_empty() {
+                return Err(at(
+                    headers.span(),
+                    format!(
+                        "agents.{name}.headers_env: {header:?} = {variable:?} is not a header and a variable name"
+                    ),
+                ));
+            }
+            config.headers_env.push((header.clone(), variable.clone()));
+        }
+    }
+    if let Some(list) = &agent.forward_client_headers {
+        config.forward = ForwardPolicy::parse(list.get_ref()).map_err(|e| {
+            at(
+                list.span(),
+                format!("agents.{name}.forward_client_headers: {e}"),
+            )
+        })?;
+    }
+    if let Some(list) = &agent.allowed_origins {
+        for origin in list.get_ref() {
+            let url = Url::parse(origin).ok().filter(|u| {
+                matches!(u.scheme(), "http" | "https") && u.path() == "/" && u.query().is_none()
+            });
+            let Some(url) = url else {
+                return Err(at(
+                    list.span(),
+                    format!(
+                        "agents.{name}.allowed_origins: {origin:?} is not an origin (scheme://host[:port])"
+                    ),
+                ));
+            };
+            config.allowed_origins.push(url.origin());
+        }
+    }
+    if let Some(list) = &agent.allow {
+        config.allow = list
+            .get_ref()
+            .iter()
+            .map(|entry| {
+                Allow::parse(entry).ok_or_else(|| {
+                    at(
+                        list.span(),
+                        format!(
+                            "agents.{name}.allow: {entry:?} is not \"*\", \"key:NAME\" or \"sub:SUBJECT\""
+                        ),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+    }
+    if let Some(secs) = agent.connect_timeout_secs {
+        config.connect_timeout = Duration::from_secs(secs);
+    }
+    if let Some(secs) = agent.idle_timeout_secs {
+        config.idle_timeout = Duration::from_secs(secs);
+    }
+    if let Some(secs) = agent.card_refresh_secs {
+        config.card_refresh = Duration::from_secs(secs.max(1));
+    }
+    config.cancel_on_disconnect = agent.cancel_on_disconnect.unwrap_or(false);
+    config.interrupts = agent.interrupts.unwrap_or(false);
+    Ok(config)
+}
+
+fn auth_config(
+    auth: &FileAuth,
+    at: &impl Fn(Range<usize>, String) -> ConfigError,
+) -> Result<AuthConfig, ConfigError> {
+    let jwt = match &auth.jwt {
+        None => None,
+        Some(jwt) => {
+            let span = jwt.span();
+            let jwt = jwt.get_ref();
+            let key = match (&jwt.jwks_url, &jwt.public_key_file, &jwt.secret_env) {
+                (Some(url), None, None) => {
+                    let url = Url::parse(url)
+                        .ok()
+                        .filter(|u| matches!(u.scheme(), "http" | "https"))
+                        .ok_or_else(|| {
+                            at(
+                                span.clone(),
+                                "auth.jwt.jwks_url: not an http(s) URL".to_owned(),
+                            )
+                        })?;
+                    JwtKey::Jwks(url)
+                }
+                (None, Some(file), None) => JwtKey::PublicKeyFile(file.into()),
+                (None, None, Some(env)) => JwtKey::SecretEnv(env.clone()),
+                _ => {
+                    return Err(at(
+                        span,
+                        "auth.jwt: give exactly one of jwks_url, public_key_file, secret_env"
+                            .to_owned(),
+                    ));
+                }
+            };
+            let algorithms = match &jwt.algorithms {
+                Some(list) => list.clone(),
+                None => match key {
+                    JwtKey::SecretEnv(_) => vec!["HS256".to_owned()],
+                    _ => ["RS256", "ES256", "EdDSA"].map(str::to_owned).to_vec(),
+                },
+            };
+            Some(JwtConfig {
+                key,
+                issuer: jwt.issuer.clone(),
+                audience: jwt.audience.clone(),
+                leeway: Duration::from_secs(jwt.leeway_secs.unwrap_or(30)),
+                algorithms,
+            })
+        }
+    };
+    Ok(AuthConfig {
+        api_keys_file: auth.api_keys_file.clone().map(Into::into),
+        api_keys_env: auth.api_keys_env.clone(),
+        jwt,
+    })
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    listen: Option<Spanned<String>>,
+    admin_listen: Option<Spanned<String>>,
+    public_url: Option<Spanned<String>>,
+    default_agent: Option<Spanned<String>>,
+    gateway_id: Option<Spanned<String>>,
+    trusted_proxies: Option<Spanned<Vec<String>>>,
+    keepalive_secs: Option<u64>,
+    shutdown_grace_secs: Option<u64>,
+    #[serde(default)]
+    limits: FileLimits,
+    #[serde(default)]
+    cors: Cors,
+    #[serde(default)]
+    auth: FileAuth,
+    rate_limit: Option<Spanned<FileRateLimit>>,
+    #[serde(default)]
+    agents: BTreeMap<String, FileAgent>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileLimits {
+    max_event_bytes: Option<usize>,
+    max_request_bytes: Option<usize>,
+    max_streams: Option<usize>,
+    max_connections: Option<usize>,
+    header_read_timeout_secs: Option<u64>,
+    request_body_timeout_secs: Option<u64>,
+    write_timeout_secs: Option<u64>,
+    card_timeout_secs: Option<u64>,
+    max_card_bytes: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Cors {
+    #[serde(default)]
+    allow_origins: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAuth {
+    api_keys_file: Option<String>,
+    api_keys_env: Option<String>,
+    jwt: Option<Spanned<FileJwt>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileJwt {
+    jwks_url: Option<String>,
+    public_key_file: Option<String>,
+    secret_env: Option<String>,
+    issuer: Option<String>,
+    audience: Option<String>,
+    leeway_secs: Option<u64>,
+    algorithms: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileRateLimit {
+    per_second: u32,
+    burst: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAgent {
+    upstream: Spanned<String>,
+    a2a_version: Option<Spanned<String>>,
+    format: Option<Spanned<String>>,
+    /// The older name of `format`.
+    output: Option<Spanned<String>>,
+    headers: Option<Spanned<BTreeMap<String, String>>>,
+    headers_env: Option<Spanned<BTreeMap<String, String>>>,
+    forward_client_headers: Option<Spanned<Vec<String>>>,
+    allowed_origins: Option<Spanned<Vec<String>>>,
+    allow: Option<Spanned<Vec<String>>>,
+    connect_timeout_secs: Option<u64>,
+    idle_timeout_secs: Option<u64>,
+    card_refresh_secs: Option<u64>,
+    cancel_on_disconnect: Option<bool>,
+    interrupts: Option<bool>,
+}

@@ -1,0 +1,444 @@
+//! Configuration: one agent from flags, or several from a TOML file
+//! (`file.rs` reads it; every error names its line).
+//!
+//! ```toml
+//! listen = "0.0.0.0:8080"
+//! admin_listen = "0.0.0.0:9090"               # /healthz, /readyz, /metrics only
+//! public_url = "https://agents.example.com"   # optional; else from the request
+//! default_agent = "assistant"                 # serves the un-prefixed routes
+//! gateway_id = "agui-gateway-eu1"             # its Via entry (default: random)
+//! trusted_proxies = ["10.0.0.0/8"]            # whose X-Forwarded-* count
+//! keepalive_secs = 15
+//! shutdown_grace_secs = 10
+//!
+//! [limits]
+//! max_event_bytes = 16777216
+//! max_request_bytes = 4194304
+//! max_streams = 10000
+//! max_connections = 8192
+//! header_read_timeout_secs = 10
+//! request_body_timeout_secs = 30
+//! write_timeout_secs = 60
+//! card_timeout_secs = 10
+//! max_card_bytes = 1048576
+//!
+//! [cors]
+//! allow_origins = ["*"]
+//!
+//! [auth]                                      # see README, Security
+//! api_keys_file = "/run/secrets/agui-gateway/api-keys"
+//! [auth.jwt]
+//! jwks_url = "https://idp.example.com/.well-known/jwks.json"
+//! issuer = "https://idp.example.com/"
+//! audience = "agui-gateway"
+//!
+//! [rate_limit]
+//! per_second = 10
+//! burst = 20
+//!
+//! [agents.assistant]
+//! upstream = "http://127.0.0.1:9999/"
+//! a2a_version = "auto"          # "0.3" or "1.0" to skip card detection
+//! format = "agui"               # or "hector" (`output` is the older name)
+//! headers = { "X-Trace-Tenant" = "eu" }
+//! headers_env = { "X-API-KEY" = "ASSISTANT_API_KEY" }   # value from the environment
+//! forward_client_headers = ["authorization", "*"]
+//! allowed_origins = []          # other origins its card may send calls to
+//! allow = ["*"]                 # who may call it: "key:NAME", "sub:SUBJECT"
+//! connect_timeout_secs = 5
+//! idle_timeout_secs = 300
+//! card_refresh_secs = 300
+//! cancel_on_disconnect = false
+//! interrupts = false
+//! ```
+
+mod file;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use a2a_agui::OutputFormat;
+use url::{Origin, Url};
+
+use crate::forwarding::{ForwardPolicy, TrustedProxies};
+
+/// Each stream holds two sockets; the open-file limit is usually the bound.
+pub const DEFAULT_MAX_STREAMS: usize = 10_000;
+
+/// A converted stream holds its client connection and an upstream one, so
+/// twice this (16,384 descriptors) stays under the usual 20,000 limit.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 8_192;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}:{line}: {message}")]
+    At {
+        path: String,
+        line: usize,
+        message: String,
+    },
+    #[error("{path}: {message}")]
+    File { path: String, message: String },
+}
+
+/// Which A2A dialect to speak to an upstream when the gateway builds the
+/// request itself (the seed's body, the AG-UI endpoint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum A2aVersion {
+    /// From the agent card.
+    Auto,
+    V03,
+    V10,
+}
+
+/// Who may call an agent, once authenticated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Allow {
+    /// Any authenticated caller (`*`).
+    Anyone,
+    /// The API key of this name (`key:NAME`).
+    Key(String),
+    /// JWTs with this subject (`sub:SUBJECT`).
+    Subject(String),
+}
+
+impl Allow {
+    pub fn parse(text: &str) -> Option<Allow> {
+        match text.split_once(':') {
+            _ if text == "*" => Some(Allow::Anyone),
+            Some(("key", name)) if !name.is_empty() => Some(Allow::Key(name.to_owned())),
+            Some(("sub", subject)) if !subject.is_empty() => {
+                Some(Allow::Subject(subject.to_owned()))
+            }
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub name: String,
+    pub upstream: Url,
+    pub a2a_version: A2aVersion,
+    /// What converted streams are written in unless the request asks.
+    pub format: OutputFormat,
+    pub headers: Vec<(String, String)>,
+    /// Headers whose values come from environment variables (header name,
+    /// variable name): secrets stay out of the file, in a Secret's env.
+    pub headers_env: Vec<(String, String)>,
+    /// What of the client's headers go to this agent.
+    pub forward: ForwardPolicy,
+    /// Origins besides the upstream's own that its card may direct calls to.
+    pub allowed_origins: Vec<Origin>,
+    /// Who may call this agent when authentication is on.
+    pub allow: Vec<Allow>,
+    pub connect_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub card_refresh: Duration,
+    pub cancel_on_disconnect: bool,
+    pub interrupts: bool,
+}
+
+impl AgentConfig {
+    pub fn new(name: impl Into<String>, upstream: Url) -> AgentConfig {
+        AgentConfig {
+            name: name.into(),
+            upstream,
+            a2a_version: A2aVersion::Auto,
+            format: OutputFormat::Agui,
+            headers: Vec::new(),
+            headers_env: Vec::new(),
+            forward: ForwardPolicy::default(),
+            allowed_origins: Vec::new(),
+            allow: vec![Allow::Anyone],
+            connect_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(300),
+            card_refresh: Duration::from_secs(300),
+            cancel_on_disconnect: false,
+            interrupts: false,
+        }
+    }
+}
+
+/// Bounds on what one client, or all of them, can make the gateway hold.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_event_bytes: usize,
+    pub max_request_bytes: usize,
+    /// Streams (converted or passed through) open at once; past it, 503.
+    pub max_streams: usize,
+    /// Client connections open at once; past it, a 503 and the connection
+    /// is closed.
+    pub max_connections: usize,
+    /// From accept, or from the end of the previous response on a kept-alive
+    /// connection, until the whole request head has arrived.
+    pub header_read_timeout: Duration,
+    /// Until the whole request body has arrived.
+    pub request_body_timeout: Duration,
+    /// How long a write to a client may stay blocked (a client that stopped
+    /// reading) before the connection is dropped.
+    pub write_timeout: Duration,
+    /// Total time for one agent card (or JWKS) fetch.
+    pub card_timeout: Duration,
+    /// The largest agent card (or JWKS) read.
+    pub max_card_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_event_bytes: a2a_agui::DEFAULT_MAX_EVENT_BYTES,
+            max_request_bytes: 4 << 20,
+            max_streams: DEFAULT_MAX_STREAMS,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_read_timeout: Duration::from_secs(10),
+            request_body_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(60),
+            card_timeout: Duration::from_secs(10),
+            max_card_bytes: 1 << 20,
+        }
+    }
+}
+
+/// Where API keys come from: never the configuration file itself.
+#[derive(Debug, Clone, Default)]
+pub struct AuthConfig {
+    /// A file of `name:key` or `name:sha256:HEX` lines (a mounted Secret).
+    pub api_keys_file: Option<PathBuf>,
+    /// An environment variable with the same entries, comma-separated.
+    pub api_keys_env: Option<String>,
+    pub jwt: Option<JwtConfig>,
+}
+
+impl AuthConfig {
+    pub fn is_on(&self) -> bool {
+        self.api_keys_file.is_some() || self.api_keys_env.is_some() || self.jwt.is_some()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct JwtConfig {
+    pub key: JwtKey,
+    pub issuer: Option<String>,
+    pub audience: Option<String>,
+    pub leeway: Duration,
+    /// Accepted algorithms (by their JOSE names).
+    pub algorithms: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub enum JwtKey {
+    /// Keys from a JWKS document, refetched for an unknown `kid`.
+    Jwks(Url),
+    /// One PEM public key (RSA, EC or Ed25519) from a file.
+    PublicKeyFile(PathBuf),
+    /// An HMAC secret from an environment variable.
+    SecretEnv(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    pub per_second: u32,
+    pub burst: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    /// A second listener for `/healthz`, `/readyz` and `/metrics`; when
+    /// set, the main listener no longer serves the last two.
+    pub admin_listen: Option<SocketAddr>,
+    pub public_url: Option<Url>,
+    pub default_agent: Option<String>,
+    pub agents: Vec<AgentConfig>,
+    /// This gateway's name in `Via` headers, by which it sees loops.
+    pub gateway_id: String,
+    pub trusted_proxies: TrustedProxies,
+    pub keepalive: Duration,
+    pub shutdown_grace: Duration,
+    pub limits: Limits,
+    pub cors_origins: Vec<String>,
+    pub auth: AuthConfig,
+    pub rate_limit: Option<RateLimit>,
+}
+
+impl Config {
+    pub fn single(listen: SocketAddr, agent: AgentConfig) -> Config {
+        Config {
+            listen,
+            admin_listen: None,
+            public_url: None,
+            default_agent: Some(agent.name.clone()),
+            agents: vec![agent],
+            gateway_id: random_gateway_id(),
+            trusted_proxies: TrustedProxies::loopback(),
+            keepalive: Duration::from_secs(15),
+            shutdown_grace: Duration::from_secs(10),
+            limits: Limits::default(),
+            cors_origins: Vec::new(),
+            auth: AuthConfig::default(),
+            rate_limit: None,
+        }
+    }
+
+    pub fn load(path: &str) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+            path: path.to_owned(),
+            message: format!("cannot read: {e}"),
+        })?;
+        Config::parse(path, &text)
+    }
+
+    /// Parses and checks a TOML configuration; every error names its line.
+    pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
+        file::parse(path, text)
+    }
+}
+
+/// Agent names appear in paths, URLs and log lines: a plain token only.
+pub fn is_agent_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        && name != "."
+        && name != ".."
+}
+
+/// A per-process id: replicas each see their own loops; give them one
+/// shared `gateway_id` to see loops through each other too.
+pub fn random_gateway_id() -> String {
+    format!("agui-gateway-{:08x}", crate::random::random_u64() >> 32)
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file_parses() {
+        let config = Config::parse(
+            "gw.toml",
+            "listen = \"127.0.0.1:9000\"\n[agents.a]\nupstream = \"http://127.0.0.1:1/\"\noutput = \"hector\"\nheaders = { \"X-API-KEY\" = \"k\" }\n",
+        )
+        .unwrap();
+        assert_eq!(config.listen.port(), 9000);
+        assert_eq!(config.default_agent.as_deref(), Some("a"));
+        assert_eq!(config.agents[0].format, OutputFormat::Hector);
+        assert_eq!(
+            config.agents[0].headers,
+            vec![("X-API-KEY".to_owned(), "k".to_owned())]
+        );
+    }
+
+    #[test]
+    fn errors_name_their_line() {
+        let err = Config::parse(
+            "gw.toml",
+            "[agents.a]\nupstream = \"http://x/\"\n\noutput = \"xml\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "gw.toml:4: agents.a.output: expected agui or hector"
+        );
+        let err = Config::parse(
+            "gw.toml",
+            "listen = \"x\"\n[agents.a]\nupstream = \"http://x/\"\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().starts_with("gw.toml:1: listen:"), "{err}");
+        let err = Config::parse(
+            "gw.toml",
+            "[agents.a]\nupstream = \"http://x/\"\nbogus = 1\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().starts_with("gw.toml:3:"), "{err}");
+        let err = Config::parse("gw.toml", "[agents.a]\nupstream = \"ftp://x/\"\n").unwrap_err();
+        assert!(err.to_string().starts_with("gw.toml:2:"), "{err}");
+    }
+
+    #[test]
+    fn format_has_output_as_an_older_name() {
+        let agent = |lines: &str| format!("[agents.a]\nupstream = \"http://x/\"\n{lines}");
+        let parse = |lines: &str| Config::parse("gw.toml", &agent(lines));
+        for key in ["format", "output"] {
+            let config = parse(&format!("{key} = \"hector\"\n")).unwrap();
+            assert_eq!(config.agents[0].format, OutputFormat::Hector, "{key}");
+        }
+        assert_eq!(parse("").unwrap().agents[0].format, OutputFormat::Agui);
+        let err = parse("format = \"xml\"\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "gw.toml:3: agents.a.format: expected agui or hector"
+        );
+        let err = parse("format = \"agui\"\noutput = \"hector\"\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "gw.toml:4: agents.a: format and output (its older name) are both given"
+        );
+    }
+
+    #[test]
+    fn edge_settings_parse_and_mistakes_name_their_line() {
+        let config = Config::parse(
+            "gw.toml",
+            "admin_listen = \"127.0.0.1:9091\"\ngateway_id = \"gw-1\"\ntrusted_proxies = [\"10.0.0.0/8\", \"192.0.2.1\"]\n[limits]\nmax_connections = 7\nheader_read_timeout_secs = 3\n[auth]\napi_keys_env = \"KEYS\"\n[auth.jwt]\njwks_url = \"http://127.0.0.1:1/jwks\"\naudience = \"gw\"\n[rate_limit]\nper_second = 5\n[agents.a]\nupstream = \"http://x/\"\nallow = [\"key:web\", \"sub:alice\"]\nallowed_origins = [\"https://cdn.example.com\"]\nforward_client_headers = [\"cookie\"]\n",
+        )
+        .unwrap();
+        assert_eq!(config.gateway_id, "gw-1");
+        assert_eq!(config.limits.max_connections, 7);
+        assert_eq!(config.limits.header_read_timeout, Duration::from_secs(3));
+        assert!(
+            config
+                .trusted_proxies
+                .contains("192.0.2.1".parse().unwrap())
+        );
+        assert!(
+            !config
+                .trusted_proxies
+                .contains("127.0.0.1".parse().unwrap())
+        );
+        assert!(config.auth.is_on());
+        assert_eq!(
+            config.rate_limit,
+            Some(RateLimit {
+                per_second: 5,
+                burst: 5
+            })
+        );
+        let agent = &config.agents[0];
+        assert_eq!(
+            agent.allow,
+            vec![Allow::Key("web".into()), Allow::Subject("alice".into())]
+        );
+        assert!(agent.forward.cookie && !agent.forward.authorization);
+        let agent = |lines: &str| format!("[agents.a]\nupstream = \"http://x/\"\n{lines}");
+        for (lines, want) in [
+            ("allow = [\"bob\"]\n", "gw.toml:3: agents.a.allow:"),
+            (
+                "allowed_origins = [\"https://x/path\"]\n",
+                "gw.toml:3: agents.a.allowed_origins:",
+            ),
+            (
+                "forward_client_headers = [\"te\"]\n",
+                "gw.toml:3: agents.a.forward_client_headers:",
+            ),
+            (
+                "headers = { \"bad name\" = \"v\" }\n",
+                "gw.toml:3: agents.a.headers:",
+            ),
+        ] {
+            let err = Config::parse("gw.toml", &agent(lines))
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with(want), "{err}");
+        }
+        let err = Config::parse(
+            "gw.toml",
+            "[auth.jwt]\njwks_url = \"http://a/\"\nsecret_env = \"S\"\n[agents.a]\nupstream = \"http://x/\"\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("exactly one of"), "{err}");
+    }
+}

@@ -1,0 +1,208 @@
+//! In front of every route: CORS, draining, loop refusal, who the caller
+//! is (forwarding headers believed from trusted proxies only), its
+//! credential and its rate. Which agent a caller may use is checked where
+//! the agent is known (`allowed`), with the name decoded as the router
+//! decodes it.
+
+use std::net::{Ipv4Addr, SocketAddr};
+
+use a2a_agui::ErrorCode;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{Extensions, HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::auth::{AuthError, Principal};
+use crate::error::ApiError;
+use crate::forwarding::{Caller, has_looped};
+use crate::state::{AppState, SharedState};
+use crate::upstream::Agent;
+
+/// Requests a probe handler of this listener serves: no rate limit, no
+/// drain refusal (orchestrators watch a drain). With an admin listener,
+/// `/readyz` and `/metrics` are not served here, so not probes here.
+fn is_probe(state: &AppState, request: &Request) -> bool {
+    if request.method() != Method::GET {
+        return false;
+    }
+    match request.uri().path() {
+        "/healthz" => true,
+        "/readyz" | "/metrics" => state.config.admin_listen.is_none(),
+        _ => false,
+    }
+}
+
+pub async fn gate(
+    State(state): State<SharedState>,
+    mut request: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let origin = request.headers().get(header::ORIGIN).cloned();
+    let allowed = origin.as_ref().and_then(|origin| {
+        let origins = &state.config.cors_origins;
+        let text = origin.to_str().ok()?;
+        if origins.iter().any(|o| o == "*") {
+            Some(HeaderValue::from_static("*"))
+        } else {
+            origins.iter().any(|o| o == text).then(|| origin.clone())
+        }
+    });
+    // The Fetch standard does not let `*` stand for `Authorization`: a
+    // preflight gets the header names it asked for, echoed.
+    let asked = request
+        .headers()
+        .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
+        .cloned();
+    if request.method() == Method::OPTIONS
+        && let Some(allowed) = &allowed
+    {
+        let mut response = StatusCode::NO_CONTENT.into_response();
+        add_cors(response.headers_mut(), allowed, asked.as_ref());
+        return response;
+    }
+    let mut response = match admit(&state, &mut request).await {
+        Ok(()) => next.run(request).await,
+        Err(err) => err.into_response(),
+    };
+    if let Some(allowed) = &allowed {
+        add_cors(response.headers_mut(), allowed, None);
+    }
+    if origin.is_some() && !state.config.cors_origins.is_empty() {
+        // The answer depends on the origin: caches must keep them apart.
+        response
+            .headers_mut()
+            .append(header::VARY, HeaderValue::from_static("Origin"));
+    }
+    response
+}
+
+fn add_cors(headers: &mut HeaderMap, origin: &HeaderValue, asked: Option<&HeaderValue>) {
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, POST, OPTIONS"),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        asked.cloned().unwrap_or(HeaderValue::from_static("*")),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("600"),
+    );
+}
+
+/// Lets a request through, with its `Caller` (and `Principal`) in its
+/// extensions, or says why not.
+async fn admit(state: &AppState, request: &mut Request) -> Result<(), ApiError> {
+    let probe = is_probe(state, request);
+    let health = probe && request.uri().path() == "/healthz";
+    if state.shutdown.draining.is_cancelled() && !probe {
+        return Err(ApiError::unavailable(
+            ErrorCode::GatewayDraining,
+            "the gateway is shutting down",
+        ));
+    }
+    if request.method() == Method::CONNECT || request.method() == Method::TRACE {
+        return Err(ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            ErrorCode::MethodNotAllowed,
+            format!(
+                "{} is not served: this gateway is no forward proxy",
+                request.method()
+            ),
+        ));
+    }
+    if has_looped(request.headers(), &state.config.gateway_id) {
+        state.metrics.count_error(ErrorCode::GatewayLoop.as_str());
+        return Err(ApiError::new(
+            StatusCode::LOOP_DETECTED,
+            ErrorCode::GatewayLoop,
+            "the request has already passed through this gateway: an agent's upstream leads back to it",
+        ));
+    }
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), |c| c.0);
+    let mut caller =
+        Caller::from_request(peer, request.headers_mut(), &state.config.trusted_proxies);
+    if health {
+        request.extensions_mut().insert(caller);
+        return Ok(());
+    }
+    let bucket = match &state.auth {
+        None => format!("ip:{}", caller.ip),
+        Some(auth) => match auth.authenticate(request.headers()).await {
+            Ok((principal, credentials)) => {
+                caller.credentials = credentials;
+                let bucket = principal.bucket();
+                request.extensions_mut().insert(principal);
+                bucket
+            }
+            Err(err) => {
+                // Failed attempts spend the address's tokens, on every
+                // path: guessing keys is as slow as calling.
+                rate(state, &format!("ip:{}", caller.ip))?;
+                return Err(unauthenticated(err));
+            }
+        },
+    };
+    if !probe {
+        rate(state, &bucket)?;
+    }
+    request.extensions_mut().insert(caller);
+    Ok(())
+}
+
+fn rate(state: &AppState, bucket: &str) -> Result<(), ApiError> {
+    let Some(limiter) = &state.rate_limit else {
+        return Ok(());
+    };
+    limiter.check(bucket).map_err(|wait| {
+        state.metrics.count_error(ErrorCode::RateLimited.as_str());
+        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::RateLimited,
+            format!("too many requests: retry in {} s", secs.max(1)),
+        )
+        .with_header(header::RETRY_AFTER, HeaderValue::from(secs.max(1)))
+    })
+}
+
+fn unauthenticated(err: AuthError) -> ApiError {
+    let code = match err {
+        AuthError::Missing => ErrorCode::AuthRequired,
+        _ => ErrorCode::AuthInvalid,
+    };
+    ApiError::new(StatusCode::UNAUTHORIZED, code, err.to_string()).with_header(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"agui-gateway\""),
+    )
+}
+
+/// Who a piece of per-caller memory belongs to: the principal's bucket,
+/// or nothing with authentication off.
+pub fn scope(extensions: &Extensions) -> String {
+    extensions
+        .get::<Principal>()
+        .map(Principal::bucket)
+        .unwrap_or_default()
+}
+
+/// Whether the request's caller may use `agent` (always, with
+/// authentication off).
+pub fn allowed(state: &AppState, extensions: &Extensions, agent: &Agent) -> Result<(), ApiError> {
+    if state.auth.is_none() {
+        return Ok(());
+    }
+    match extensions.get::<Principal>() {
+        Some(principal) if principal.may_call(&agent.config.allow) => Ok(()),
+        Some(_) => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            ErrorCode::AuthForbidden,
+            format!("this caller may not use agent {:?}", agent.name()),
+        )),
+        None => Err(unauthenticated(AuthError::Missing)),
+    }
+}

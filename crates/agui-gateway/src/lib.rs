@@ -1,0 +1,24 @@
+//! The gateway's modules, as a library for the binary (`main.rs`), the
+//! fuzz targets (`fuzz/`) and tests. Not a stable API: the binary and its
+//! HTTP surface are the product.
+#![forbid(unsafe_code)]
+
+pub mod agui;
+pub mod auth;
+pub mod card;
+pub mod config;
+pub mod demo;
+pub mod edge;
+pub mod error;
+pub mod forwarding;
+pub mod metrics;
+pub mod negotiate;
+pub mod outbound;
+pub mod random;
+pub mod ratelimit;
+pub mod relay;
+pub mod routes;
+pub mod server;
+pub mod state;
+pub mod target;
+pub mod upstream;

@@ -1,0 +1,27 @@
+//! What clients send: a `RunAgentInput` for `/agui` and every seed-body
+//! shape a negotiated call may carry. Any bytes give a message to send or
+//! a client error, never a panic; an accepted input names its thread, run
+//! and at least one part.
+#![no_main]
+
+use agui_gateway::agui::read_run_input;
+use agui_gateway::negotiate::{Negotiated, negotiate};
+use axum::http::Method;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    match read_run_input(data) {
+        Ok(run) => {
+            assert!(!run.thread_id.is_empty() && !run.run_id.is_empty());
+            assert!(!run.message.parts.is_empty(), "an empty message was accepted");
+        }
+        Err(err) => assert!(err.status.is_client_error(), "{err:?}"),
+    }
+    for (method, path) in [(Method::POST, "/"), (Method::POST, "/v1/message:stream"), (Method::GET, "/tasks/t1:subscribe")] {
+        match negotiate(&method, path, data) {
+            Ok(Negotiated::Build(message)) => assert!(!message.parts.is_empty()),
+            Ok(_) => {}
+            Err(err) => assert!(err.status.is_client_error(), "{err:?}"),
+        }
+    }
+});
