@@ -10,6 +10,7 @@ use url::Url;
 
 use crate::config::Config;
 use crate::error::ApiError;
+use crate::forwarding::first_value;
 use crate::outbound::{self, Forwarded};
 use crate::target::base_url;
 use crate::upstream::{Agent, CardError};
@@ -25,19 +26,13 @@ pub fn is_card_path(path: &str) -> bool {
 }
 
 /// The gateway's public base URL: configured, or from the request
-/// (`X-Forwarded-Proto`, `X-Forwarded-Host`, `X-Forwarded-Prefix`, `Host`).
+/// (`X-Forwarded-Proto`, `X-Forwarded-Host`, `X-Forwarded-Prefix`, `Host`; the edge has
+/// removed the forwarding headers of a peer not in `trusted_proxies`).
 pub fn public_base(config: &Config, headers: &HeaderMap) -> String {
     if let Some(url) = &config.public_url {
         return url.as_str().trim_end_matches('/').to_owned();
     }
-    let text = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(',').next())
-            .map(|v| v.trim().to_owned())
-            .filter(|v| !v.is_empty())
-    };
+    let text = |name: &str| first_value(headers, name);
     let scheme = text("x-forwarded-proto").unwrap_or_else(|| "http".to_owned());
     let host = text("x-forwarded-host")
         .or_else(|| text(header::HOST.as_str()))

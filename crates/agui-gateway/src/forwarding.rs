@@ -159,14 +159,6 @@ impl Caller {
         trusted: &TrustedProxies,
     ) -> Caller {
         let peer_ip = peer.ip();
-        let first = |headers: &HeaderMap, name: &str| {
-            headers
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.split(',').next())
-                .map(|v| v.trim().to_owned())
-                .filter(|v| !v.is_empty())
-        };
         if trusted.contains(peer_ip) {
             let chain: Vec<String> = headers
                 .get_all("x-forwarded-for")
@@ -195,7 +187,8 @@ impl Caller {
                 forwarded_for.push_str(", ");
             }
             forwarded_for.push_str(&peer_ip.to_string());
-            let proto = first(headers, "x-forwarded-proto").unwrap_or_else(|| "http".to_owned());
+            let proto =
+                first_value(headers, "x-forwarded-proto").unwrap_or_else(|| "http".to_owned());
             let host = headers
                 .get("x-forwarded-host")
                 .or_else(|| headers.get(header::HOST))
@@ -222,6 +215,17 @@ impl Caller {
             }
         }
     }
+}
+
+/// The first entry of a comma-separated header (the nearest proxy's
+/// word for `X-Forwarded-Proto` and the like), if not empty.
+pub fn first_value(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').next())
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
 }
 
 /// One `X-Forwarded-For` entry: an address, maybe with a port
