@@ -102,16 +102,6 @@ pub async fn serve(
             }
         }
     }
-    if config.public_url.is_none() {
-        // The links were written from the request's host: a shared cache
-        // must not hand them to a request for another.
-        response.headers_mut().append(
-            header::VARY,
-            header::HeaderValue::from_static(
-                "Host, X-Forwarded-Host, X-Forwarded-Proto, X-Forwarded-Prefix",
-            ),
-        );
-    }
     Ok(response)
 }
 

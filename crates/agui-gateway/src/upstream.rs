@@ -44,8 +44,8 @@ pub struct Agent {
     status: RwLock<CardStatus>,
     /// A card naming a foreign endpoint is logged once, not on every refresh.
     warned_foreign: AtomicBool,
-    /// Requests that find no card fetch one in turn, not all at once.
-    first_fetch: tokio::sync::Mutex<()>,
+    /// One card fetch at a time, background refresh included.
+    fetching: tokio::sync::Mutex<()>,
     last_attempt: Mutex<Option<Instant>>,
 }
 
@@ -133,7 +133,7 @@ impl Agent {
             card: RwLock::new(None),
             status: RwLock::new(CardStatus::Unknown),
             warned_foreign: AtomicBool::new(false),
-            first_fetch: tokio::sync::Mutex::new(()),
+            fetching: tokio::sync::Mutex::new(()),
             last_attempt: Mutex::new(None),
         })
     }
@@ -168,35 +168,43 @@ impl Agent {
     }
 
     /// The card as the background refresh keeps it, stale or not: requests
-    /// never wait on an upstream's card once one was read. Until then, one
-    /// request at a time fetches it, and not more often than every 2 s.
+    /// never wait on an upstream's card once one was read. Until then a
+    /// request waits for the fetch in flight, or makes one, unless the last
+    /// one failed less than 2 s ago.
     pub async fn current_card(&self) -> Option<Arc<CardInfo>> {
         if let Some(card) = self.card() {
             return Some(card);
         }
-        let _turn = self.first_fetch.lock().await;
+        let _turn = self.fetching.lock().await;
         if let Some(card) = self.card() {
             return Some(card);
         }
-        let recent = self
-            .last_attempt
-            .lock()
-            .ok()
-            .and_then(|last| *last)
-            .is_some_and(|at| at.elapsed() < CARD_RETRY_GAP);
-        if recent {
+        let failed_recently = matches!(self.card_status(), CardStatus::Failing(_))
+            && self
+                .last_attempt
+                .lock()
+                .ok()
+                .and_then(|last| *last)
+                .is_some_and(|at| at.elapsed() < CARD_RETRY_GAP);
+        if failed_recently {
             return None;
         }
-        self.refresh_card().await.ok()
+        self.fetch_and_record().await.ok()
     }
 
     /// Reads the card from `agent-card.json`, falling back to the 0.2-era
-    /// `agent.json`, under the upstream's path and then at its origin.
+    /// `agent.json`, under the upstream's path and then at its origin. One
+    /// fetch at a time: requests that need the card wait for it.
     pub async fn refresh_card(&self) -> Result<Arc<CardInfo>, CardError> {
+        let _turn = self.fetching.lock().await;
+        self.fetch_and_record().await
+    }
+
+    async fn fetch_and_record(&self) -> Result<Arc<CardInfo>, CardError> {
+        let result = self.fetch_card().await;
         if let Ok(mut last) = self.last_attempt.lock() {
             *last = Some(Instant::now());
         }
-        let result = self.fetch_card().await;
         let status = match &result {
             Ok(_) => CardStatus::Ready,
             Err(err) => CardStatus::Failing(err.reason()),
