@@ -52,7 +52,7 @@ for target in "${targets[@]}"; do
     "$CARGO_TARGET_DIR/$host/release/$target" "$corpus" \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
         -artifact_prefix="fuzz/artifacts/$target/" -print_final_stats=1 2>&1 |
-        grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss_mb|==|SUMMARY|thread|panicked|Running|INFO: Seed)|ERROR' || true
+        grep -E '^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units|stat::peak_rss_mb|==|SUMMARY|thread|panicked|Running|INFO: Seed)|ERROR' || true
     if [ -n "$(ls -A "fuzz/artifacts/$target")" ]; then
         echo "FAILED: $target found a failing input (fuzz/artifacts/$target/)"
         exit 1
