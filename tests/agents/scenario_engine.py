@@ -15,8 +15,6 @@ import asyncio
 import copy
 import json
 import os
-import signal
-import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -216,51 +214,17 @@ async def play(plan: Plan, em: Emitter, delay: float | None = None) -> None:
 
 # ---------------------------------------------------------------- process --
 
+# The process helpers are the framework servers' (one runner for every test
+# server): argument parsing, and uvicorn on a socket bound first so that port 0
+# is resolved before the card is built, printing ``READY <port>`` and exiting 0
+# on SIGTERM/SIGINT.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'frameworks'))
+import _serve  # noqa: E402
+
+
 def parse_args(description: str) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=description)
-    ap.add_argument('--host', default=os.environ.get('HOST', '127.0.0.1'))
-    ap.add_argument('--port', type=int, default=int(os.environ.get('PORT', '0') or 0),
-                    help='TCP port; 0 (the default) picks a free one. Env PORT also works.')
-    return ap.parse_args()
+    return _serve.parse_args(description)
 
 
 def serve(build_app: Callable[[str, int], Any], host: str, port: int) -> None:
-    """Bind first (so port 0 is resolved before the card is built), then run uvicorn.
-
-    Prints ``READY <port>`` once uvicorn is accepting, exits 0 on SIGTERM/SIGINT.
-    """
-    import uvicorn  # imported here so the engine stays importable without a server stack
-
-    family = socket.AF_INET6 if ':' in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    sock.set_inheritable(True)
-    actual_port = sock.getsockname()[1]
-    url_host = f'[{host}]' if family == socket.AF_INET6 else host
-
-    app = build_app(url_host, actual_port)
-    config = uvicorn.Config(app, log_level=os.environ.get('LOG_LEVEL', 'warning').lower(),
-                            access_log=False, lifespan='off', timeout_graceful_shutdown=1)
-    server = uvicorn.Server(config)
-
-    # uvicorn re-raises the signal that stopped it once it has shut down; with these
-    # handlers in place that re-raise is a no-op and the process exits with status 0.
-    # A signal that arrives before uvicorn installs its own handlers stops it too.
-    def stop(*_: Any) -> None:
-        server.should_exit = True
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, stop)
-
-    async def main() -> None:
-        serving = asyncio.create_task(server.serve(sockets=[sock]))
-        while not server.started and not serving.done():
-            await asyncio.sleep(0.01)
-        if server.started:
-            sys.stdout.write(f'READY {actual_port}\n')
-            sys.stdout.flush()
-        await serving
-
-    asyncio.run(main())
+    _serve.serve(build_app, host, port, lifespan='off')

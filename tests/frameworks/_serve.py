@@ -25,8 +25,9 @@ def parse_args(description: str, extra: Callable[[argparse.ArgumentParser], None
     return ap.parse_args()
 
 
-def serve(build_app: Callable[[str, int], Any], host: str, port: int) -> None:
-    import uvicorn  # the venv of each framework provides it
+def serve(build_app: Callable[[str, int], Any], host: str, port: int, lifespan: str = 'on') -> None:
+    """``lifespan='off'`` for apps without startup and shutdown hooks (the scenario agents)."""
+    import uvicorn  # the venv of each server provides it
 
     family = socket.AF_INET6 if ':' in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -38,7 +39,7 @@ def serve(build_app: Callable[[str, int], Any], host: str, port: int) -> None:
 
     app = build_app(url_host, actual_port)
     config = uvicorn.Config(app, log_level=os.environ.get('LOG_LEVEL', 'warning').lower(),
-                            access_log=False, lifespan='on', timeout_graceful_shutdown=1)
+                            access_log=False, lifespan=lifespan, timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
 
     # uvicorn re-raises the signal that stopped it once it has shut down; with these handlers

@@ -364,10 +364,10 @@ impl Jwks {
     /// are still used while one request refreshes the set: an identity
     /// provider that is briefly away does not lock every user out.
     async fn key(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, AuthError> {
-        let (found, stale) = self.lookup(kid, alg);
-        if found.is_some() && !stale {
-            return found.unwrap_or(Err(AuthError::UnknownSigningKey));
-        }
+        let found = match self.lookup(kid, alg) {
+            (Some(found), false) => return found,
+            (found, _) => found,
+        };
         if self.may_refetch() {
             match self.refresh().await {
                 Ok(()) => {

@@ -59,15 +59,11 @@ impl Forwarded {
     }
 }
 
-/// Refuses a path that could not be forwarded, whatever the request
-/// becomes: a call the gateway writes itself ignores the path, but a path
-/// naming another origin is an attack, not a route.
-pub fn check_path(agent: &Agent, path: &str) -> Result<(), ApiError> {
-    target(agent, path, None).map(drop)
-}
-
 /// The URL of `path` below the agent's base, or a 400 naming the rule.
-fn target(agent: &Agent, path: &str, query: Option<&str>) -> Result<Url, ApiError> {
+/// Worked out once per request, before anything else: a call the gateway
+/// writes itself ignores the path, but a path naming another origin is an
+/// attack, not a route, whatever the call becomes.
+pub fn target(agent: &Agent, path: &str, query: Option<&str>) -> Result<Url, ApiError> {
     upstream_url(&agent.config.upstream, path, query)
         .map_err(|err| ApiError::bad_request(ErrorCode::InvalidPath, err.to_string()))
 }
@@ -76,39 +72,35 @@ fn target(agent: &Agent, path: &str, query: Option<&str>) -> Result<Url, ApiErro
 pub fn passthrough(
     agent: &Agent,
     method: Method,
-    path: &str,
-    query: Option<&str>,
+    url: Url,
     forwarded: &Forwarded,
     body: Bytes,
-) -> Result<RequestBuilder, ApiError> {
-    let url = target(agent, path, query)?;
-    Ok(agent
+) -> RequestBuilder {
+    agent
         .client
         .request(method, url)
         .headers(forwarded.0.clone())
-        .body(body))
+        .body(body)
 }
 
 /// A client's own A2A call whose answer the gateway converts.
 pub fn forward(
     agent: &Agent,
     method: Method,
-    path: &str,
-    query: Option<&str>,
+    url: Url,
     forwarded: &Forwarded,
     body: Bytes,
-) -> Result<RequestBuilder, ApiError> {
-    let url = target(agent, path, query)?;
+) -> RequestBuilder {
     let mut headers = forwarded.0.clone();
     converted(&mut headers);
     if names_a_1_0_method(&body) && !headers.contains_key("a2a-version") {
         speaks_1_0(&mut headers);
     }
-    Ok(agent
+    agent
         .stream_client
         .request(method, url)
         .headers(headers)
-        .body(body))
+        .body(body)
 }
 
 /// A streaming call the gateway writes itself (from the seed's body or a

@@ -235,9 +235,9 @@ async fn proxy(
 ) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
     edge::allowed(&state, &parts.extensions, &agent)?;
-    outbound::check_path(&agent, &path)?;
-    let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get());
     let query = parts.uri.query();
+    let url = outbound::target(&agent, &path, query)?;
+    let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get());
     let body = read_body(&state, body).await?;
     if parts.method == Method::GET && card::is_card_path(&path) {
         state.metrics.count_request("card");
@@ -253,7 +253,7 @@ async fn proxy(
     }
     if !wants_agui(&parts.headers, query) {
         state.metrics.count_request("passthrough");
-        return passthrough(&state, &agent, &parts, &path, &forwarded, body).await;
+        return passthrough(&state, &agent, parts.method.clone(), url, &forwarded, body).await;
     }
     let seed = match negotiate(&parts.method, &path, &body)? {
         Negotiated::RunAgentInput => {
@@ -262,7 +262,7 @@ async fn proxy(
         }
         Negotiated::NotConvertible => {
             state.metrics.count_request("passthrough");
-            return passthrough(&state, &agent, &parts, &path, &forwarded, body).await;
+            return passthrough(&state, &agent, parts.method.clone(), url, &forwarded, body).await;
         }
         Negotiated::Forward => None,
         Negotiated::Build(message) => Some(message),
@@ -278,7 +278,13 @@ async fn proxy(
     };
     let request = async {
         match seed {
-            None => outbound::forward(&agent, parts.method.clone(), &path, query, &forwarded, body),
+            None => Ok(outbound::forward(
+                &agent,
+                parts.method.clone(),
+                url,
+                &forwarded,
+                body,
+            )),
             Some(message) => {
                 let rpc_id = format!("agui-gateway-{:x}", random_u64());
                 // Extensions in the seed's message are not activated: a
@@ -302,21 +308,14 @@ async fn proxy(
 async fn passthrough(
     state: &AppState,
     agent: &Agent,
-    parts: &axum::http::request::Parts,
-    path: &str,
+    method: Method,
+    url: url::Url,
     forwarded: &Forwarded,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let request = outbound::passthrough(
-        agent,
-        parts.method.clone(),
-        path,
-        parts.uri.query(),
-        forwarded,
-        body,
-    )?;
     // Passed-through streams count under `max_streams` as converted ones do.
     let permit = state.stream_permit()?;
+    let request = outbound::passthrough(agent, method, url, forwarded, body);
     let started = Instant::now();
     let upstream = request.send().await.map_err(|err| {
         tracing::warn!(agent = agent.name(), "passthrough call failed: {err:?}");

@@ -76,7 +76,7 @@ pub async fn serve(
         // A request head larger than this gets a 431; hyper's default
         // (about 400 KB) times max_connections would be gigabytes.
         .max_buf_size(MAX_HEAD_BYTES);
-    let refused_log = RateLimitedLog::default();
+    let refused_log = RateLimitedLog::new();
     loop {
         let accepted = tokio::select! {
             _ = draining.cancelled() => break,
@@ -158,16 +158,22 @@ async fn refuse(mut stream: TcpStream) {
 }
 
 /// One warning per second at most, whatever the rate of refusals.
-#[derive(Default)]
 struct RateLimitedLog {
+    start: Instant,
+    /// The last second (since `start`, plus one) that logged.
     last: AtomicU64,
-    start: std::sync::OnceLock<Instant>,
 }
 
 impl RateLimitedLog {
+    fn new() -> RateLimitedLog {
+        RateLimitedLog {
+            start: Instant::now(),
+            last: AtomicU64::new(0),
+        }
+    }
+
     fn due(&self) -> bool {
-        let start = self.start.get_or_init(Instant::now);
-        let now = start.elapsed().as_secs() + 1;
+        let now = self.start.elapsed().as_secs() + 1;
         self.last.swap(now, Ordering::Relaxed) != now
     }
 }

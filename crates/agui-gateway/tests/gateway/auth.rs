@@ -256,17 +256,9 @@ async fn only_valid_credentials_reach_the_agents_they_are_allowed() {
     }
 
     // Probes: health is public, metrics are not (no admin listener here).
-    let health = client
-        .get(format!("{}/healthz", gw.url()))
-        .send()
-        .await
-        .unwrap();
+    let health = http_get(format!("{}/healthz", gw.url())).await;
     assert_eq!(health.status(), 200);
-    let metrics = client
-        .get(format!("{}/metrics", gw.url()))
-        .send()
-        .await
-        .unwrap();
+    let metrics = http_get(format!("{}/metrics", gw.url())).await;
     assert_eq!(metrics.status(), 401);
     let metrics = client
         .get(format!("{}/metrics", gw.url()))
@@ -301,15 +293,10 @@ async fn the_request_past_the_burst_gets_429_with_retry_after() {
         &format!("http://{addr}/"),
         &["--rate-limit-per-second", "1", "--rate-limit-burst", "3"],
     );
-    let client = client();
     let mut statuses = Vec::new();
     let mut last = None;
     for _ in 0..4 {
-        let response = client
-            .get(format!("{}/v1/agents", gw.url()))
-            .send()
-            .await
-            .unwrap();
+        let response = http_get(format!("{}/v1/agents", gw.url())).await;
         statuses.push(response.status().as_u16());
         last = Some(response);
     }
@@ -324,18 +311,10 @@ async fn the_request_past_the_burst_gets_429_with_retry_after() {
     let body: Value = last.json().await.unwrap();
     assert_eq!(body["error"]["code"], "RATE_LIMITED");
     // Probes are not rate limited.
-    let health = client
-        .get(format!("{}/healthz", gw.url()))
-        .send()
-        .await
-        .unwrap();
+    let health = http_get(format!("{}/healthz", gw.url())).await;
     assert_eq!(health.status(), 200);
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
-    let again = client
-        .get(format!("{}/v1/agents", gw.url()))
-        .send()
-        .await
-        .unwrap();
+    let again = http_get(format!("{}/v1/agents", gw.url())).await;
     assert_eq!(again.status(), 200, "a token came back after a second");
 }
 

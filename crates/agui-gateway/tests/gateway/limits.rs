@@ -103,17 +103,10 @@ async fn slowloris_heads_are_cut_and_the_cap_answers_503_while_admin_answers() {
     assert_eq!(status, 503, "{head}\n{body}");
     let error: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(error["error"]["code"], "GATEWAY_CONNECTIONS_FULL");
-    let health = client()
-        .get(format!("http://{admin}/healthz"))
-        .send()
-        .await
-        .unwrap();
+    let health = http_get(format!("http://{admin}/healthz")).await;
     assert_eq!(health.status(), 200);
-    let metrics = client()
-        .get(format!("http://{admin}/metrics"))
-        .send()
+    let metrics = http_get(format!("http://{admin}/metrics"))
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();
@@ -121,26 +114,15 @@ async fn slowloris_heads_are_cut_and_the_cap_answers_503_while_admin_answers() {
         !metrics.contains("agui_gateway_refused_connections_total 0"),
         "{metrics}"
     );
-    // Not on the main listener: the admin one serves them.
-    let main_metrics = client().get(format!("{}/metrics", gw.url())).send().await;
-    drop(main_metrics);
     // The silent ones are reaped by the header-read timeout; then the main
     // listener answers again.
     for stream in &mut idle {
         let took = closed_within(stream, Duration::from_secs(8)).await;
         assert!(took.is_some(), "an idle connection was never reaped");
     }
-    let health = client()
-        .get(format!("{}/healthz", gw.url()))
-        .send()
-        .await
-        .unwrap();
+    let health = http_get(format!("{}/healthz", gw.url())).await;
     assert_eq!(health.status(), 200);
-    let moved = client()
-        .get(format!("{}/metrics", gw.url()))
-        .send()
-        .await
-        .unwrap();
+    let moved = http_get(format!("{}/metrics", gw.url())).await;
     assert_eq!(moved.status(), 404, "metrics moved to the admin listener");
 }
 
@@ -194,4 +176,65 @@ async fn two_thousand_idle_keep_alive_connections_are_reaped() {
         "limits: {reaped} idle kept-alive connections reaped, the last {longest:?} after its response"
     );
     assert_eq!(reaped, 2_000);
+}
+
+/// A plain A2A streaming call passed through, scenario chosen by `X-Fake`.
+async fn passthrough_call(gw: &Process, scenario: &str) -> reqwest::Response {
+    client()
+        .post(format!("{}/", gw.url()))
+        .header("X-Fake", scenario)
+        .json(
+            &serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "message/stream",
+            "params": { "message": { "kind": "message", "role": "user", "messageId": "m",
+            "parts": [{ "kind": "text", "text": "hi" }] } } }),
+        )
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn passthrough_streams_count_under_max_streams_and_a_slow_body_gets_408() {
+    use futures::StreamExt;
+    let (addr, _fake) = fake_upstream().await;
+    let gw = gateway_for(
+        &format!("http://{addr}/"),
+        &["--max-streams", "1", "--request-body-timeout-secs", "1"],
+    );
+    // A passed-through stream holds the one place.
+    let first = passthrough_call(&gw, "endless").await;
+    assert_eq!(first.status(), 200);
+    let mut first = first.bytes_stream();
+    first.next().await.unwrap().unwrap();
+    let busy = passthrough_call(&gw, "fixed").await;
+    assert_eq!(busy.status(), 503);
+    let json: Value = busy.json().await.unwrap();
+    assert_eq!(json["error"]["code"], "GATEWAY_BUSY");
+    drop(first);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let again = passthrough_call(&gw, "fixed").await;
+        if again.status() == 200 {
+            assert_eq!(again.text().await.unwrap(), FIXED_SSE);
+            break;
+        }
+        assert!(Instant::now() < deadline, "the place was never freed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // A body announced at 100 bytes, 5 sent: a JSON 408 after the timeout.
+    let gw_addr: SocketAddr = format!("127.0.0.1:{}", gw.port).parse().unwrap();
+    let started = Instant::now();
+    let (status, _, body) = raw(
+        gw_addr,
+        "POST /agui HTTP/1.1\r\nHost: gw\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"thr",
+    )
+    .await;
+    assert_eq!(status, 408, "{body}");
+    assert!(body.contains("REQUEST_TIMEOUT"), "{body}");
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
 }

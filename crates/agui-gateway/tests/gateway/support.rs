@@ -157,6 +157,11 @@ pub fn client() -> reqwest::Client {
         .expect("client")
 }
 
+/// A GET with the test client; a transport error is the test's failure.
+pub async fn http_get(url: impl reqwest::IntoUrl) -> reqwest::Response {
+    client().get(url).send().await.expect("GET")
+}
+
 /// The `data:` payloads of an SSE body (LF framing), as JSON.
 pub fn agui_events(body: &str) -> Vec<Value> {
     assert!(!body.contains('\r'), "AG-UI output must use LF only");
