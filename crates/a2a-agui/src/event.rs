@@ -1,9 +1,12 @@
 //! The AG-UI events this crate writes.
 //!
-//! Only the subset that every client in use accepts (`@ag-ui/client` 1.0.0,
-//! 0.0.59 and 0.0.48): no `THINKING_*`, no `SUBAGENT_*`, no `cancelled`
-//! outcome, `TOOL_CALL_RESULT` content always a string. Optional fields are
-//! `Option`s skipped when absent, so `null` never reaches the wire.
+//! By default only the subset that every client in use accepts
+//! (`@ag-ui/client` 1.0.0, 0.0.59 and 0.0.48): no `THINKING_*`, no
+//! `SUBAGENT_*`, no `cancelled` outcome, `TOOL_CALL_RESULT` content always a
+//! string. `SUBAGENT_*` and the `cancelled` outcome are written only for a
+//! client that said it speaks 1.0 ([`AguiVersion`](crate::AguiVersion)).
+//! Optional fields are `Option`s skipped when absent, so `null` never
+//! reaches the wire.
 
 use std::sync::Arc;
 
@@ -75,8 +78,10 @@ pub enum Event {
     ReasoningMessageEnd { message_id: Id },
     #[serde(rename_all = "camelCase")]
     ReasoningEnd { message_id: Id },
+    /// Replaces the client's shared state.
+    StateSnapshot { snapshot: serde_json::Value },
     /// Patches the client's shared state (RFC 6902).
-    StateDelta { delta: Vec<PatchOp> },
+    StateDelta { delta: Patch },
     /// Creates an `activity` message (a UI surface, say).
     #[serde(rename_all = "camelCase")]
     ActivitySnapshot {
@@ -91,6 +96,26 @@ pub enum Event {
         message_id: Id,
         activity_type: &'static str,
         patch: Vec<PatchOp>,
+    },
+    /// A delegated A2A task began (AG-UI 1.0 clients only).
+    #[serde(rename_all = "camelCase")]
+    SubagentStarted {
+        subagent_run_id: Id,
+        name: String,
+        parent_message_id: Option<Id>,
+    },
+    /// A delegated task completed or waits (AG-UI 1.0 clients only).
+    #[serde(rename_all = "camelCase")]
+    SubagentFinished {
+        subagent_run_id: Id,
+        outcome: Option<SubagentOutcome>,
+    },
+    /// A delegated task failed (AG-UI 1.0 clients only).
+    #[serde(rename_all = "camelCase")]
+    SubagentError {
+        subagent_run_id: Id,
+        message: String,
+        code: Option<String>,
     },
     /// Serialised as `{"type":"CUSTOM","name":…,"value":…}`.
     Custom(Custom),
@@ -107,7 +132,7 @@ impl Event {
     }
 
     /// Every `type` name this crate writes, in `kind_index` order.
-    pub const TYPE_NAMES: [&'static str; 20] = [
+    pub const TYPE_NAMES: [&'static str; 24] = [
         "RUN_STARTED",
         "RUN_FINISHED",
         "RUN_ERROR",
@@ -128,6 +153,10 @@ impl Event {
         "STATE_DELTA",
         "ACTIVITY_SNAPSHOT",
         "ACTIVITY_DELTA",
+        "STATE_SNAPSHOT",
+        "SUBAGENT_STARTED",
+        "SUBAGENT_FINISHED",
+        "SUBAGENT_ERROR",
     ];
 
     /// The position of this event's type in `TYPE_NAMES` (for counters).
@@ -153,6 +182,10 @@ impl Event {
             Event::StateDelta { .. } => 17,
             Event::ActivitySnapshot { .. } => 18,
             Event::ActivityDelta { .. } => 19,
+            Event::StateSnapshot { .. } => 20,
+            Event::SubagentStarted { .. } => 21,
+            Event::SubagentFinished { .. } => 22,
+            Event::SubagentError { .. } => 23,
         }
     }
 
@@ -200,6 +233,9 @@ pub struct RunResult {
     pub run_id: Option<String>,
     /// The ACP session id.
     pub session_id: Option<String>,
+    /// Calls of tools the client declared: the run ended so that the
+    /// client runs them and sends their results back.
+    pub pending_tool_call_ids: Option<Vec<String>>,
     /// The state the run ended in; absent for a message-only answer.
     pub state: Option<RunState>,
     /// What an awaiting ACP run asks for, verbatim.
@@ -216,6 +252,17 @@ impl RunResult {
             ))
         )
     }
+}
+
+/// `STATE_DELTA.delta`: operations the converter wrote, or a JSON Patch
+/// the agent sent (an array of operation objects, passed on as it is).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Patch {
+    /// Written by the converter (ADK's state deltas).
+    Ops(Vec<PatchOp>),
+    /// The agent's own patch.
+    Agent(Vec<serde_json::Value>),
 }
 
 /// One RFC 6902 operation; the converter only ever adds (which, on an
@@ -255,16 +302,28 @@ pub struct TextMetadata {
     pub a2a: RunResult,
 }
 
-/// `RUN_FINISHED.outcome`. Only `interrupt` is ever written: an absent
-/// outcome means success, and `cancelled` is fatal on `@ag-ui/client` 0.0.59.
+/// `RUN_FINISHED.outcome`. An absent outcome means success; `cancelled`
+/// is written for 1.0 clients only (it is fatal on `@ag-ui/client` 0.0.59).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Outcome {
     /// The run stopped to ask the user something.
     Interrupt {
-        /// What is asked (one entry: the waiting task).
+        /// What is asked: the waiting task, or each client tool called.
         interrupts: Vec<Interrupt>,
     },
+    /// The task was cancelled.
+    Cancelled,
+}
+
+/// `SUBAGENT_FINISHED.outcome`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum SubagentOutcome {
+    /// The delegated task completed.
+    Success,
+    /// The delegated task waits for input.
+    Suspended,
 }
 
 /// One open question of an interrupted run.
@@ -278,6 +337,8 @@ pub struct Interrupt {
     pub reason: InterruptReason,
     /// The agent's question, when it asked one in text.
     pub message: Option<String>,
+    /// The client tool call this interrupt waits on.
+    pub tool_call_id: Option<String>,
 }
 
 /// `Interrupt.reason`.
@@ -288,4 +349,6 @@ pub enum InterruptReason {
     InputRequired,
     /// The task is `auth-required`.
     AuthRequired,
+    /// The agent called a tool the client declared.
+    ToolCall,
 }

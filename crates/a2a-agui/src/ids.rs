@@ -44,6 +44,35 @@ impl IdKind {
 pub trait IdSource {
     /// A new id, never returned before by this source.
     fn next_id(&mut self, kind: IdKind) -> String;
+
+    /// The id under which an agent's own tool-call id is shown. Agents
+    /// reuse their ids across turns (`call-weather` in every turn), and a
+    /// client merges calls that share an id; a source that tags its runs
+    /// makes the id unique per run, reversibly ([`agent_tool_call_id`]).
+    fn tool_call_id(&mut self, agent_id: &str) -> String {
+        agent_id.to_owned()
+    }
+}
+
+/// Separates an agent's tool-call id from the run tag that
+/// [`SequentialIds::tagged`] appends to it.
+const TOOL_CALL_TAG: char = '~';
+
+/// The agent's own id behind a tool-call id this crate showed: the run tag
+/// removed (`call-weather~3f0a…` → `call-weather`); any other id as it is.
+pub fn agent_tool_call_id(shown: &str) -> &str {
+    match shown.rsplit_once(TOOL_CALL_TAG) {
+        Some((agent, tag))
+            if !agent.is_empty()
+                && (1..=16).contains(&tag.len())
+                && tag
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) =>
+        {
+            agent
+        }
+        _ => shown,
+    }
 }
 
 /// `{label}-{n}`, or `{label}-{tag}-{n}` when tagged, with one counter
@@ -65,6 +94,20 @@ impl SequentialIds {
 }
 
 impl IdSource for SequentialIds {
+    fn tool_call_id(&mut self, agent_id: &str) -> String {
+        // Only a lowercase-hex tag can be taken off again.
+        if self.tag.is_empty()
+            || self.tag.len() > 16
+            || !self
+                .tag
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            return agent_id.to_owned();
+        }
+        format!("{agent_id}{TOOL_CALL_TAG}{}", self.tag)
+    }
+
     fn next_id(&mut self, kind: IdKind) -> String {
         self.issued += 1;
         if self.tag.is_empty() {
@@ -78,5 +121,34 @@ impl IdSource for SequentialIds {
 impl<T: IdSource + ?Sized> IdSource for Box<T> {
     fn next_id(&mut self, kind: IdKind) -> String {
         (**self).next_id(kind)
+    }
+
+    fn tool_call_id(&mut self, agent_id: &str) -> String {
+        (**self).tool_call_id(agent_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tagged_tool_call_ids_are_unique_per_run_and_reversible() {
+        let mut first = SequentialIds::tagged("3f0a");
+        let mut second = SequentialIds::tagged("9b1c");
+        let a = first.tool_call_id("call-weather");
+        let b = second.tool_call_id("call-weather");
+        assert_ne!(a, b);
+        assert_eq!(agent_tool_call_id(&a), "call-weather");
+        assert_eq!(agent_tool_call_id(&b), "call-weather");
+        // An agent id that itself looks tagged keeps its own tag.
+        let c = first.tool_call_id("x~beef");
+        assert_eq!(agent_tool_call_id(&c), "x~beef");
+        // Ids the client made up pass through.
+        for id in ["call_1", "a~", "~ab", "a~XYZ", "a~0123456789abcdef0"] {
+            assert_eq!(agent_tool_call_id(id), id);
+        }
+        // Untagged sources (goldens) show the agent's id.
+        assert_eq!(SequentialIds::default().tool_call_id("c"), "c");
     }
 }

@@ -35,17 +35,19 @@ mod sse;
 mod state;
 
 pub use codes::{ErrorCode, Side};
-pub use convert::{Converter, MAX_PENDING_TOOL_OUTPUT, MAX_TRACKED, Options, StreamEnd};
+pub use convert::{
+    AguiVersion, Converter, MAX_PENDING_TOOL_OUTPUT, MAX_TRACKED, Options, StreamEnd,
+};
 pub use custom::{
     AcpStatus, ArtifactNotice, Citation, Custom, DataNotice, ErrorNotice, EventMetadata,
     FileNotice, MessageMetadata, ReasoningNotice, StatusNotice, ToolError, Trajectory,
 };
 pub use encode::{Encoder, HectorEncoder, OutputFormat, write_agui_frame};
 pub use event::{
-    AssistantRole, Event, Id, Interrupt, InterruptReason, Outcome, PatchOp, ReasoningRole,
-    RunResult, TextMetadata, ToolRole,
+    AssistantRole, Event, Id, Interrupt, InterruptReason, Outcome, Patch, PatchOp, ReasoningRole,
+    RunResult, SubagentOutcome, TextMetadata, ToolRole,
 };
-pub use ids::{IdKind, IdSource, SequentialIds};
+pub use ids::{IdKind, IdSource, SequentialIds, agent_tool_call_id};
 pub use pipeline::{StreamConverter, convert_recording, looks_like_sse};
 pub use read::{A2aMessage, ErrorReport, FileRef, PartBody, error_report, part_body};
 pub use sse::{DEFAULT_MAX_EVENT_BYTES, SseError, SseEvent, SseParser};

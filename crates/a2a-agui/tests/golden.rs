@@ -8,7 +8,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use a2a_agui::{Options, OutputFormat, convert_recording};
+use a2a_agui::{AguiVersion, Options, OutputFormat, convert_recording};
 use serde_json::Value;
 
 fn golden_root() -> PathBuf {
@@ -31,6 +31,18 @@ fn options_of(case: &Value) -> Options {
             .get("interrupts")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        version: AguiVersion::parse(case.get("protocolVersion").and_then(Value::as_str)),
+        client_tools: case
+            .get("clientTools")
+            .and_then(Value::as_array)
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
 }
 

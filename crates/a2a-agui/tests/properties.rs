@@ -5,13 +5,19 @@
 
 mod common;
 
-use a2a_agui::{Converter, Event, Options, OutputFormat, StreamEnd, convert_recording};
+use a2a_agui::{
+    AguiVersion, Converter, Event, Options, OutputFormat, StreamEnd, convert_recording,
+};
 use common::{check_sequence, parse_agui_body};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
 fn convert_items(items: &[Value], end: StreamEnd) -> Vec<Value> {
-    let mut converter = Converter::with_sequential_ids(Options::default());
+    convert_items_with(items, end, Options::default())
+}
+
+fn convert_items_with(items: &[Value], end: StreamEnd, options: Options) -> Vec<Value> {
+    let mut converter = Converter::with_sequential_ids(options);
     let mut out: Vec<Event> = Vec::new();
     for item in items {
         converter.push_value(item, &mut out);
@@ -177,6 +183,56 @@ fn item() -> impl Strategy<Value = Value> {
     ]
 }
 
+/// What an AG-UI client may ask for: interrupts, 1.0 events, tools it
+/// runs itself (named like the generated calls).
+fn options() -> impl Strategy<Value = Options> {
+    (
+        any::<bool>(),
+        any::<bool>(),
+        prop::sample::subsequence(vec!["n", "get", "t"], 0..=3),
+    )
+        .prop_map(|(interrupts, v1, tools)| Options {
+            interrupts,
+            version: if v1 {
+                AguiVersion::V1
+            } else {
+                AguiVersion::Legacy
+            },
+            client_tools: tools.into_iter().map(str::to_owned).collect(),
+            ..Options::default()
+        })
+}
+
+/// An item of a delegated task, or shared state from the agent.
+fn delegated_or_state() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        (state(), prop::option::of(message())).prop_map(|(s, m)| {
+            let mut status = json!({ "state": s });
+            if let Some(m) = m {
+                status["message"] = m;
+            }
+            json!({ "kind": "status-update", "taskId": "t2", "contextId": "c1", "status": status })
+        }),
+        artifact().prop_map(|mut a| {
+            a["kind"] = json!("artifact-update");
+            a["taskId"] = json!("t2");
+            a
+        }),
+        prop_oneof![
+            Just(json!({ "type": "agui-state-snapshot", "snapshot": { "k": 1 } })),
+            Just(
+                json!({ "type": "agui-state-delta", "patch": [{ "op": "remove", "path": "/k" }] })
+            ),
+            Just(json!({ "type": "agui-state-delta", "patch": [] })),
+            Just(json!({ "type": "agui-state-delta", "patch": [{ "op": "move", "path": "/a" }] })),
+        ]
+        .prop_map(
+            |data| json!({ "kind": "artifact-update", "taskId": "t1", "contextId": "c1",
+            "artifact": { "artifactId": "s", "parts": [{ "kind": "data", "data": data }] } })
+        ),
+    ]
+}
+
 fn end() -> impl Strategy<Value = StreamEnd> {
     prop_oneof![
         3 => Just(StreamEnd::Eof),
@@ -202,6 +258,17 @@ proptest! {
     #[test]
     fn any_item_sequence_yields_a_valid_run(items in prop::collection::vec(item(), 0..14), end in end()) {
         let events = convert_items(&items, end);
+        prop_assert!(check_sequence(&events).is_ok(), "{:?}\n{}", check_sequence(&events),
+            events.iter().map(Value::to_string).collect::<Vec<_>>().join("\n"));
+    }
+
+    #[test]
+    fn any_client_options_yield_a_valid_run(
+        items in prop::collection::vec(prop_oneof![4 => item(), 1 => delegated_or_state()], 0..14),
+        end in end(),
+        options in options(),
+    ) {
+        let events = convert_items_with(&items, end, options);
         prop_assert!(check_sequence(&events).is_ok(), "{:?}\n{}", check_sequence(&events),
             events.iter().map(Value::to_string).collect::<Vec<_>>().join("\n"));
     }

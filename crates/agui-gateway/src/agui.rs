@@ -134,6 +134,7 @@ pub async fn run(
             thread_id: Some(thread_id),
             run_id: Some(run_id.clone()),
             interrupts: agent.config.interrupts,
+            ..Options::default()
         },
         // This endpoint has no query to choose from: the agent's format.
         format: agent.config.format,

@@ -514,6 +514,7 @@ fn convert(
         thread_id,
         run_id,
         interrupts,
+        ..Options::default()
     };
     let body =
         convert_recording(&input, options, format).context("gateway failed to encode an event")?;

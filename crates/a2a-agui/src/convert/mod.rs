@@ -18,6 +18,7 @@ mod block;
 mod repeat;
 mod run;
 mod status;
+mod subagents;
 mod tools;
 mod ui;
 
@@ -30,12 +31,13 @@ use self::block::{Blocks, Segment};
 use self::repeat::{Evidence, Repeat};
 use self::run::{Ending, Lifecycle};
 use self::status::Origin;
+use self::subagents::Subagents;
 use self::tools::Tools;
 use self::ui::Surfaces;
 use crate::codes::ErrorCode;
 use crate::custom::{AcpStatus, Custom, DataNotice, ErrorNotice, FileNotice};
 use crate::digest::{TextDigest, WordHashBuilder};
-use crate::event::{Event, PatchOp, RunResult};
+use crate::event::{Event, Outcome, Patch, PatchOp, RunResult};
 use crate::ids::{IdSource, SequentialIds};
 use crate::read::{
     self, AcpEvent, AcpRunIds, ArtifactChunk, Block, ErrorReport, Item, Object, PartMeaning, Parts,
@@ -58,6 +60,32 @@ pub struct Options {
     /// Off by default: `@ag-ui/client` 1.0 then refuses the next run unless
     /// the UI answers the interrupt with `resume`.
     pub interrupts: bool,
+    /// The AG-UI version the client speaks.
+    pub version: AguiVersion,
+    /// Tools the client declared (AG-UI `tools`, by name): when the agent
+    /// calls one, the run ends after the call so that the client runs it.
+    pub client_tools: Vec<String>,
+}
+
+/// The AG-UI version a client speaks, from `RunAgentInput.protocolVersion`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AguiVersion {
+    /// Before 1.0 (no `protocolVersion`): only events and outcomes every
+    /// client version accepts.
+    #[default]
+    Legacy,
+    /// 1.0: `SUBAGENT_*` events and the `cancelled` outcome too.
+    V1,
+}
+
+impl AguiVersion {
+    /// `protocolVersion` as a 1.0 client sends it (`"1.0"`, `"1.2"`, …).
+    pub fn parse(protocol_version: Option<&str>) -> AguiVersion {
+        match protocol_version.and_then(|v| v.split('.').next()?.parse::<u32>().ok()) {
+            Some(major) if major >= 1 => AguiVersion::V1,
+            _ => AguiVersion::Legacy,
+        }
+    }
 }
 
 /// How the input ended, as the caller saw it.
@@ -103,6 +131,7 @@ pub struct Converter<I = SequentialIds> {
     /// artifact repeats them, data parts included.
     last_message_parts: Option<TextDigest>,
     surfaces: Surfaces,
+    subagents: Subagents,
 }
 
 impl Converter<SequentialIds> {
@@ -116,6 +145,7 @@ impl<I: IdSource> Converter<I> {
     /// A converter whose minted ids come from `ids`.
     pub fn new(options: Options, ids: I) -> Self {
         Converter {
+            subagents: Subagents::new(options.version == AguiVersion::V1),
             options,
             ids,
             run: Lifecycle::default(),
@@ -248,7 +278,30 @@ impl<I: IdSource> Converter<I> {
         self.run.items_seen += 1;
         let (context, task) = item.ids();
         self.start(context, task, out);
+        let delegated = self.delegated(&item);
         self.run.remember_ids(context, task);
+        if let Some(task) = delegated {
+            self.on_delegated(task, item, out);
+        } else {
+            self.push_own_item(item, out);
+        }
+        if !self.tools.client_calls.is_empty() && !self.run.is_done() {
+            // The agent called a tool the client runs: the turn is the
+            // client's now, whatever the agent's stream does next.
+            let result = match self.run.last_state {
+                Some(state) => self.run.task_result(state),
+                None => RunResult {
+                    task_id: self.run.task_id.clone(),
+                    context_id: self.run.context_id.clone(),
+                    ..RunResult::default()
+                },
+            };
+            self.finish_run(Some(result), None, out);
+        }
+    }
+
+    /// An item of the run's own task (or of no task).
+    fn push_own_item(&mut self, item: Item<'_>, out: &mut Vec<Event>) {
         match item {
             Item::Task(task) => self.on_task(task, out),
             Item::Message(message) => self.on_message(message, Origin::Stream, out),
@@ -309,16 +362,28 @@ impl<I: IdSource> Converter<I> {
 
     fn finish_run(
         &mut self,
-        result: Option<RunResult>,
-        outcome: Option<crate::event::Outcome>,
+        mut result: Option<RunResult>,
+        mut outcome: Option<Outcome>,
         out: &mut Vec<Event>,
     ) {
         self.close_all(out);
+        self.subagents.close_all(None, out);
+        let calls = std::mem::take(&mut self.tools.client_calls);
+        if !calls.is_empty() {
+            // The run waits on the client's tools, not on a question.
+            let ids: Vec<String> = calls.iter().map(|id| id.to_string()).collect();
+            result
+                .get_or_insert_with(RunResult::default)
+                .pending_tool_call_ids = Some(ids);
+            outcome = self.run.tool_call_outcome(&self.options, &calls);
+        }
         out.extend(self.run.finished(result, outcome));
     }
 
     fn fail_run(&mut self, code: &str, message: String, out: &mut Vec<Event>) {
         self.close_all(out);
+        self.subagents.close_all(Some(&message), out);
+        self.tools.client_calls.clear();
         out.push(self.run.failed(code, message));
     }
 
@@ -329,7 +394,9 @@ impl<I: IdSource> Converter<I> {
                 .iter()
                 .map(|(key, value)| PatchOp::add(PatchOp::member(key), value.clone()))
                 .collect();
-            out.push(Event::StateDelta { delta: ops });
+            out.push(Event::StateDelta {
+                delta: Patch::Ops(ops),
+            });
         }
     }
 
@@ -368,7 +435,11 @@ impl<I: IdSource> Converter<I> {
                 let id = self
                     .tools
                     .start(ids, call.id, call.name, &call.arguments, parent, out);
-                if let Some(result) = call.result {
+                if self.options.client_tools.iter().any(|t| t == call.name) {
+                    // The client runs it: the run ends once this item is
+                    // read, and no result is made up for it.
+                    self.tools.client_calls.push(id);
+                } else if let Some(result) = call.result {
                     tools::emit_result(ids, id, result, None, out);
                 }
             }
@@ -426,6 +497,12 @@ impl<I: IdSource> Converter<I> {
                 self.blocks.close(out);
                 self.surfaces.operation(surface_id, operation, out);
             }
+            Block::StateSnapshot(snapshot) => out.push(Event::StateSnapshot {
+                snapshot: snapshot.clone(),
+            }),
+            Block::StatePatch(patch) => out.push(Event::StateDelta {
+                delta: Patch::Agent(patch.to_vec()),
+            }),
             Block::Unreadable(value) => out.push(raw(value.clone())),
         }
     }

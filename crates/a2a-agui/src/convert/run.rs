@@ -1,7 +1,7 @@
 //! The run's lifecycle: `RUN_STARTED` once, the ids it names, what the
 //! stream has shown so far, and the one terminal event.
 
-use crate::convert::Options;
+use crate::convert::{AguiVersion, Options};
 use crate::event::{Event, Id, Interrupt, InterruptReason, Outcome, RunResult};
 use crate::ids::{IdKind, IdSource};
 use crate::state::{RunState, TaskState};
@@ -92,8 +92,9 @@ impl Lifecycle {
         {
             self.context_id = Some(context.to_owned());
         }
+        // The first task named is the run's own; any other is delegated.
         if let Some(task) = task.filter(|t| !t.is_empty())
-            && self.task_id.as_deref() != Some(task)
+            && self.task_id.is_none()
         {
             self.task_id = Some(task.to_owned());
         }
@@ -162,8 +163,30 @@ impl Lifecycle {
                 id,
                 reason,
                 message: message.filter(|m| !m.is_empty()),
+                tool_call_id: None,
             }],
         })
+    }
+
+    /// An `interrupt` outcome for client tool calls, one entry per call
+    /// (named by the call's id), when the caller asked for interrupts.
+    pub(super) fn tool_call_outcome(&self, options: &Options, calls: &[Id]) -> Option<Outcome> {
+        options.interrupts.then(|| Outcome::Interrupt {
+            interrupts: calls
+                .iter()
+                .map(|id| Interrupt {
+                    id: id.to_string(),
+                    reason: InterruptReason::ToolCall,
+                    message: None,
+                    tool_call_id: Some(id.to_string()),
+                })
+                .collect(),
+        })
+    }
+
+    /// The `cancelled` outcome, for a client that knows it.
+    pub(super) fn cancelled_outcome(options: &Options) -> Option<Outcome> {
+        (options.version == AguiVersion::V1).then_some(Outcome::Cancelled)
     }
 
     /// What the upstream closing the stream now means.

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::block::Segment;
 use super::repeat::{Evidence, Repeat};
+use super::run::Lifecycle;
 use super::{Converter, MAX_TRACKED, raw};
 use crate::codes::ErrorCode;
 use crate::custom::{Citation, Custom, ErrorNotice, MessageMetadata, StatusNotice};
@@ -49,6 +50,10 @@ impl<I: IdSource> Converter<I> {
         out: &mut Vec<Event>,
     ) {
         let state = status.state;
+        if state.ends_turn() {
+            // The last word on the task, for clients that show it.
+            self.status_notice(&status, metadata, out);
+        }
         match state {
             TaskState::Failed | TaskState::Rejected => {
                 let (code, fallback) = if state == TaskState::Failed {
@@ -74,7 +79,10 @@ impl<I: IdSource> Converter<I> {
                 if let Some(message) = status.message {
                     self.on_message(message, Origin::Closing, out);
                 }
-                let outcome = self.run.interrupt_outcome(&self.options, state, question);
+                let outcome = match state {
+                    TaskState::Canceled => Lifecycle::cancelled_outcome(&self.options),
+                    _ => self.run.interrupt_outcome(&self.options, state, question),
+                };
                 let result = self.run.task_result(state);
                 if result.is_waiting() {
                     let said = TextMetadata {

@@ -25,6 +25,8 @@ pub(super) struct Tools {
     calls: HashMap<String, ToolState, WordHashBuilder>,
     /// The latest call announced and not yet answered: (name, key).
     unanswered: Option<(String, String)>,
+    /// Calls of client-declared tools, waiting for the run to end.
+    pub(super) client_calls: Vec<Id>,
 }
 
 impl Tools {
@@ -41,25 +43,30 @@ impl Tools {
         }
     }
 
-    /// Announces a call; the caller has closed the open block.
+    /// Announces a call; the caller has closed the open block. `text` is
+    /// the text message the call follows, if any: its parent. (Without
+    /// one there is none: a parent must name a message the run sent.)
     pub(super) fn start(
         &mut self,
         ids: &mut impl IdSource,
         id: Option<&str>,
         name: &str,
         arguments: &Value,
-        parent_message_id: Option<Id>,
+        text: Option<Id>,
         out: &mut Vec<Event>,
     ) -> Id {
-        let key = match id {
-            Some(id) if !id.is_empty() => id.to_owned(),
-            _ => ids.next_id(IdKind::ToolCall),
+        let (key, shown) = match id {
+            Some(id) if !id.is_empty() => (id.to_owned(), ids.tool_call_id(id)),
+            _ => {
+                let minted = ids.next_id(IdKind::ToolCall);
+                (minted.clone(), minted)
+            }
         };
-        let tool_call_id: Id = key.as_str().into();
+        let tool_call_id: Id = shown.into();
         out.push(Event::ToolCallStart {
             tool_call_id: tool_call_id.clone(),
             tool_call_name: name.to_owned(),
-            parent_message_id,
+            parent_message_id: text,
         });
         out.push(Event::ToolCallArgs {
             tool_call_id: tool_call_id.clone(),

@@ -143,6 +143,14 @@ impl HectorEncoder {
             // Hector has no shared state or activity events: the AG-UI
             // payloads go out under the AG-UI names, lower-cased.
             Event::StateDelta { delta } => frame(out, "state_delta", &json!({ "delta": delta })),
+            Event::StateSnapshot { snapshot } => {
+                frame(out, "state_snapshot", &json!({ "snapshot": snapshot }))
+            }
+            // Hector has no sub-agents: only a 1.0 AG-UI client asks for
+            // these, and such a client reads the AG-UI dialect.
+            Event::SubagentStarted { .. }
+            | Event::SubagentFinished { .. }
+            | Event::SubagentError { .. } => Ok(()),
             Event::ActivitySnapshot {
                 message_id,
                 activity_type,

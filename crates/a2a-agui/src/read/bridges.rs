@@ -3,7 +3,10 @@
 //!   "arguments","rawArguments"}` and `{"type":"tool-result","toolCallId",
 //!   "payload"}`;
 //! - LangGraph Agent Server: `{"tool_results":[{"toolCallId","name",
-//!   "content","status"}]}`, results whose calls were never sent.
+//!   "content","status"}]}`, results whose calls were never sent;
+//! - shared state (ag-ui PR #1936, and the gateway's AG-UI input
+//!   extension): `{"type":"agui-state-snapshot","snapshot"}` and
+//!   `{"type":"agui-state-delta","patch":[RFC 6902 operations]}`.
 
 use serde_json::Value;
 
@@ -27,6 +30,23 @@ pub(super) fn read<'a>(data: &'a Object, f: &mut impl FnMut(Block<'a>)) -> bool 
                 result: None,
             }));
             return true;
+        }
+        Some("agui-state-snapshot") => {
+            if let Some(snapshot) = data.get("snapshot").filter(|s| !s.is_null()) {
+                f(Block::StateSnapshot(snapshot));
+                return true;
+            }
+        }
+        Some("agui-state-delta") => {
+            // Only a patch of operation objects is a patch; anything else is
+            // shown as the data it is.
+            if let Some(patch) = data.get("patch").and_then(Value::as_array)
+                && !patch.is_empty()
+                && patch.iter().all(is_patch_operation)
+            {
+                f(Block::StatePatch(patch));
+                return true;
+            }
         }
         Some("tool-result") => {
             f(Block::ToolResult(result(
@@ -72,5 +92,24 @@ fn result<'a>(
         content,
         is_final: true,
         answers_last_call: false,
+    }
+}
+
+/// One RFC 6902 operation: a known `op`, a JSON Pointer `path`, and the
+/// member that op needs (`value` or `from`).
+fn is_patch_operation(op: &Value) -> bool {
+    let pointer = |key: &str| {
+        op.get(key)
+            .and_then(Value::as_str)
+            .is_some_and(|p| p.is_empty() || p.starts_with('/'))
+    };
+    if !pointer("path") {
+        return false;
+    }
+    match op.get("op").and_then(Value::as_str) {
+        Some("add" | "replace" | "test") => op.get("value").is_some(),
+        Some("remove") => true,
+        Some("move" | "copy") => pointer("from"),
+        _ => false,
     }
 }

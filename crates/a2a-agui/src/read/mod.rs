@@ -316,6 +316,10 @@ pub(crate) enum Block<'a> {
         surface_id: &'a str,
         operation: &'a Value,
     },
+    /// The client's shared state, whole.
+    StateSnapshot(&'a Value),
+    /// Changes to the client's shared state (RFC 6902 operations).
+    StatePatch(&'a [Value]),
     /// A part that is not an object: forwarded as it is.
     Unreadable(&'a Value),
 }

@@ -27,6 +27,9 @@ pub fn check_sequence(events: &[Value]) -> Result<(), String> {
     let mut used_reasoning = HashSet::new();
     let mut result_ids = HashSet::new();
     let mut activities = HashSet::new();
+    let mut open_subagents = HashSet::new();
+    let mut answered_tools = HashSet::new();
+    let mut subagents_seen = HashSet::new();
     for (index, event) in events.iter().enumerate() {
         let kind = event["type"].as_str().ok_or("event without a type")?;
         let at = |msg: String| format!("event {index} {kind}: {msg}");
@@ -58,6 +61,20 @@ pub fn check_sequence(events: &[Value]) -> Result<(), String> {
                 }
                 if !open_spans.is_empty() || !open_reasoning.is_empty() {
                     return Err(at("reasoning still open".into()));
+                }
+                if !open_subagents.is_empty() {
+                    return Err(at("subagent still open".into()));
+                }
+                // A call the client runs gets no result from the run.
+                for pending in event["result"]["pendingToolCallIds"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                {
+                    let pending = pending.as_str().ok_or("pending id not a string")?;
+                    if !ended_tools.contains(pending) || answered_tools.contains(pending) {
+                        return Err(at(format!("pending call {pending} not ended, or answered")));
+                    }
                 }
             }
             "TEXT_MESSAGE_START" => {
@@ -112,6 +129,7 @@ pub fn check_sequence(events: &[Value]) -> Result<(), String> {
             }
             "TOOL_CALL_RESULT" => {
                 let id = id("toolCallId")?;
+                answered_tools.insert(id.clone());
                 if !ended_tools.contains(&id) {
                     return Err(at(
                         "result before END or for an unknown call (AGUI206/207)".into()
@@ -158,6 +176,27 @@ pub fn check_sequence(events: &[Value]) -> Result<(), String> {
                 }
             }
             "STATE_DELTA" => patch_check(&event["delta"]).map_err(at)?,
+            "STATE_SNAPSHOT" => {
+                if event.get("snapshot").is_none() {
+                    return Err(at("snapshot missing".into()));
+                }
+            }
+            "SUBAGENT_STARTED" => {
+                id("name")?;
+                let subagent = id("subagentRunId")?;
+                if !subagents_seen.insert(subagent.clone()) {
+                    return Err(at(format!("subagent {subagent} started twice")));
+                }
+                open_subagents.insert(subagent);
+            }
+            "SUBAGENT_FINISHED" | "SUBAGENT_ERROR" => {
+                if !open_subagents.remove(&id("subagentRunId")?) {
+                    return Err(at("end of a subagent not open".into()));
+                }
+                if kind == "SUBAGENT_ERROR" {
+                    id("message")?;
+                }
+            }
             "ACTIVITY_SNAPSHOT" => {
                 let id = id_check(event, "messageId").map_err(at)?;
                 id_check(event, "activityType").map_err(at)?;
@@ -188,8 +227,19 @@ fn patch_check(patch: &Value) -> Result<(), String> {
     let ops = patch.as_array().filter(|ops| !ops.is_empty());
     let ops = ops.ok_or("patch is not a non-empty array")?;
     for op in ops {
-        let path = op["path"].as_str().unwrap_or("");
-        if op["op"] != "add" || !path.starts_with('/') || op.get("value").is_none() {
+        let pointer = |key: &str| {
+            op[key]
+                .as_str()
+                .is_some_and(|p| p.is_empty() || p.starts_with('/'))
+        };
+        let valid = pointer("path")
+            && match op["op"].as_str() {
+                Some("add" | "replace" | "test") => op.get("value").is_some(),
+                Some("remove") => true,
+                Some("move" | "copy") => pointer("from"),
+                _ => false,
+            };
+        if !valid {
             return Err(format!("bad patch operation {op}"));
         }
     }
