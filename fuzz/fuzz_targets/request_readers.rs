@@ -1,9 +1,10 @@
 //! What clients send: a `RunAgentInput` for `/agui` and every seed-body
 //! shape a negotiated call may carry. Any bytes give a message to send or
-//! a client error, never a panic; an accepted input names its thread, run
-//! and at least one part.
+//! a client error, never a panic; an accepted input sends at least one
+//! part, or cancels a named task.
 #![no_main]
 
+use agui_gateway::agui::input::Upstream;
 use agui_gateway::agui::read_run_input;
 use agui_gateway::negotiate::{Negotiated, negotiate};
 use axum::http::Method;
@@ -11,10 +12,16 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     match read_run_input(data) {
-        Ok(run) => {
-            assert!(!run.thread_id.is_empty() && !run.run_id.is_empty());
-            assert!(!run.message.parts.is_empty(), "an empty message was accepted");
-        }
+        Ok(run) => match run.upstream {
+            Upstream::Send(message) => {
+                assert!(!message.parts.is_empty(), "an empty message was accepted");
+                assert!(message.context_id.is_some_and(|c| !c.is_empty()));
+            }
+            Upstream::Cancel { task, then } => {
+                assert!(!task.is_empty());
+                assert!(then.is_none_or(|m| !m.parts.is_empty()));
+            }
+        },
         Err(err) => assert!(err.status.is_client_error(), "{err:?}"),
     }
     for (method, path) in [(Method::POST, "/"), (Method::POST, "/v1/message:stream"), (Method::GET, "/tasks/t1:subscribe")] {

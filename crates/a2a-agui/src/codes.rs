@@ -106,6 +106,9 @@ error_codes! {
     InvalidRequest = "INVALID_REQUEST", Client;
     /// The body is not a usable AG-UI `RunAgentInput`.
     InvalidRunInput = "INVALID_RUN_INPUT", Client;
+    /// A `RunAgentInput` with nothing the agent has not had: no message
+    /// after the agent's last one that was not sent already, and no `resume`.
+    NoNewInput = "NO_NEW_INPUT", Client;
     /// The path cannot be forwarded: it names another origin, climbs
     /// above the agent's base, or holds a backslash or control bytes.
     InvalidPath = "INVALID_PATH", Client;

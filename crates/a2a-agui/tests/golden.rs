@@ -43,6 +43,7 @@ fn options_of(case: &Value) -> Options {
                     .collect()
             })
             .unwrap_or_default(),
+        state: case.get("state").cloned(),
     }
 }
 

@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use url::Url;
 
+use crate::agui::extension;
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::forwarding::first_value;
@@ -142,14 +143,18 @@ pub fn rewrite(card: &mut Value, upstream_base: &Url, gateway_base: &str) {
     if !capabilities["extensions"].is_array() {
         capabilities["extensions"] = json!([]);
     }
-    if let Some(extensions) = capabilities["extensions"].as_array_mut()
-        && !extensions.iter().any(|e| e["uri"] == AGUI_EXTENSION_URI)
-    {
-        extensions.push(json!({
-            "uri": AGUI_EXTENSION_URI,
-            "description": "AG-UI events over SSE: send Accept: application/x-agui-events or ?format=agui on a streaming call, or POST a RunAgentInput to /agui",
-            "required": false,
-        }));
+    if let Some(extensions) = capabilities["extensions"].as_array_mut() {
+        if !extensions.iter().any(|e| e["uri"] == AGUI_EXTENSION_URI) {
+            extensions.push(json!({
+                "uri": AGUI_EXTENSION_URI,
+                "description": "AG-UI events over SSE: send Accept: application/x-agui-events or ?format=agui on a streaming call, or POST a RunAgentInput to /agui",
+                "required": false,
+            }));
+        }
+        // What the gateway carries to the agent from an AG-UI client.
+        if !extensions.iter().any(|e| e["uri"] == extension::URI) {
+            extensions.push(extension::card_entry());
+        }
     }
 }
 
@@ -231,9 +236,13 @@ mod tests {
             "http://gw:8080/rest"
         );
         assert_eq!(card["supportedInterfaces"][0]["url"], "http://gw:8080/");
-        assert_eq!(
-            card["capabilities"]["extensions"].as_array().unwrap().len(),
-            2
-        );
+        // The agent's own, AG-UI, and the AG-UI input extension: once each.
+        let uris: Vec<&str> = card["capabilities"]["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["uri"].as_str())
+            .collect();
+        assert_eq!(uris, ["x", AGUI_EXTENSION_URI, extension::URI]);
     }
 }

@@ -143,6 +143,7 @@ pub fn message_from_a2a(message: &Value) -> Result<OutgoingMessage, String> {
         task_id: message.task_id.map(str::to_owned),
         metadata: message.metadata.cloned(),
         extensions: message.extensions.iter().map(|e| (*e).to_owned()).collect(),
+        request_metadata: None,
     })
 }
 

@@ -38,6 +38,8 @@ pub struct Conversion {
     pub format: OutputFormat,
     /// Called with the terminal event (and the task id) when the run ends.
     pub on_end: Option<OnEnd>,
+    /// Called once the upstream answered the call (so its input arrived).
+    pub on_sent: Option<Box<dyn FnOnce() + Send>>,
 }
 
 /// Opens a converted stream: takes a place under `max_streams`, then builds
@@ -53,7 +55,13 @@ pub async fn open(
     let permit = state.stream_permit()?;
     let request = request.await?;
     let started = Instant::now();
+    let mut conversion = conversion;
     let upstream = agent.send_stream(request).await;
+    if upstream.is_ok()
+        && let Some(on_sent) = conversion.on_sent.take()
+    {
+        on_sent();
+    }
     let run = Run {
         agent,
         forwarded,
@@ -301,11 +309,12 @@ impl Drop for RelayState {
     }
 }
 
-/// Tells the upstream to cancel a task whose client went away.
-async fn send_cancel(agent: &Agent, forwarded: &Forwarded, task: &str) {
+/// Tells the upstream to cancel a task (whose client went away, or whose
+/// interrupt the client cancelled).
+pub async fn send_cancel(agent: &Agent, forwarded: &Forwarded, task: &str) {
     match outbound::cancel(agent, forwarded, task).await.send().await {
         Ok(response) => {
-            tracing::info!(agent = agent.name(), task, status = %response.status(), "sent A2A cancel after client disconnect")
+            tracing::info!(agent = agent.name(), task, status = %response.status(), "sent A2A cancel")
         }
         Err(err) => tracing::warn!(agent = agent.name(), task, "A2A cancel failed: {err:?}"),
     }

@@ -25,7 +25,7 @@ pub struct AppState {
     pub rate_limit: Option<RateLimiter>,
     pub metrics: Arc<Metrics>,
     pub shutdown: Shutdown,
-    pub waiting: WaitingTasks,
+    pub threads: Threads,
 }
 
 pub type SharedState = Arc<AppState>;
@@ -73,7 +73,7 @@ impl AppState {
             agents,
             metrics: Arc::new(Metrics::default()),
             shutdown,
-            waiting: WaitingTasks::default(),
+            threads: Threads::default(),
         })
     }
 
@@ -126,41 +126,102 @@ pub struct Shutdown {
     pub stop: CancellationToken,
 }
 
-/// A task left waiting for input, by AG-UI thread: the fallback for
-/// clients that do not send message metadata back (before 1.0).
-#[derive(Default)]
-pub struct WaitingTasks {
-    tasks: Mutex<(HashMap<String, String>, VecDeque<String>)>,
+/// What this replica remembers of an AG-UI thread (per agent and
+/// caller): the task left waiting, for clients that do not send message
+/// metadata back (before 1.0) or whose last message carries none (a tool
+/// call); and the ids of the client messages already sent upstream, so
+/// that none is sent twice.
+#[derive(Debug, Clone, Default)]
+pub struct ThreadMemory {
+    pub waiting_task: Option<String>,
+    sent: VecDeque<String>,
 }
 
-/// Bounds the memory a stream of abandoned threads can take; the oldest
-/// entry goes first.
-const MAX_WAITING_TASKS: usize = 10_000;
+/// Message ids remembered per thread. The new input lies after the agent's
+/// last message, so only the latest few ever matter.
+const MAX_SENT_PER_THREAD: usize = 256;
 
-impl WaitingTasks {
-    pub fn set(&self, thread: &str, task: Option<&str>) {
-        let Ok(mut guard) = self.tasks.lock() else {
-            return;
-        };
-        let (map, order) = &mut *guard;
-        match task {
-            Some(task) => {
-                if map.insert(thread.to_owned(), task.to_owned()).is_none() {
-                    order.push_back(thread.to_owned());
-                }
-                while order.len() > MAX_WAITING_TASKS {
-                    if let Some(oldest) = order.pop_front() {
-                        map.remove(&oldest);
-                    }
-                }
+impl ThreadMemory {
+    #[cfg(test)]
+    pub fn waiting(mut self, task: &str) -> ThreadMemory {
+        self.waiting_task = Some(task.to_owned());
+        self
+    }
+
+    pub fn was_sent(&self, id: &str) -> bool {
+        self.sent.iter().any(|sent| sent == id)
+    }
+
+    pub fn remember_sent(&mut self, ids: &[String]) {
+        for id in ids {
+            if !self.was_sent(id) {
+                self.sent.push_back(id.clone());
             }
-            None => {
-                map.remove(thread);
-            }
+        }
+        while self.sent.len() > MAX_SENT_PER_THREAD {
+            self.sent.pop_front();
+        }
+    }
+}
+
+/// Every thread's memory, bounded: past `MAX_THREADS` the thread used
+/// least recently is forgotten.
+#[derive(Default)]
+pub struct Threads {
+    threads: Mutex<(HashMap<String, ThreadMemory>, VecDeque<String>)>,
+}
+
+/// Bounds the memory a stream of abandoned threads can take.
+const MAX_THREADS: usize = 10_000;
+
+impl Threads {
+    pub fn get(&self, thread: &str) -> ThreadMemory {
+        self.threads
+            .lock()
+            .ok()
+            .and_then(|guard| guard.0.get(thread).cloned())
+            .unwrap_or_default()
+    }
+
+    /// The run's input reached the agent.
+    pub fn sent(&self, thread: &str, ids: &[String]) {
+        if !ids.is_empty() {
+            self.update(thread, |memory| memory.remember_sent(ids));
         }
     }
 
-    pub fn get(&self, thread: &str) -> Option<String> {
-        self.tasks.lock().ok()?.0.get(thread).cloned()
+    /// The run ended with `task` waiting for the client (or not).
+    pub fn set_waiting(&self, thread: &str, task: Option<&str>) {
+        self.update(thread, |memory| {
+            memory.waiting_task = task.map(str::to_owned)
+        });
+    }
+
+    fn update(&self, thread: &str, change: impl FnOnce(&mut ThreadMemory)) {
+        let Ok(mut guard) = self.threads.lock() else {
+            return;
+        };
+        let (map, order) = &mut *guard;
+        match map.get_mut(thread) {
+            Some(memory) => {
+                change(memory);
+                // Most recently used last: the front is forgotten first.
+                if let Some(at) = order.iter().position(|t| t == thread) {
+                    order.remove(at);
+                }
+                order.push_back(thread.to_owned());
+            }
+            None => {
+                let mut memory = ThreadMemory::default();
+                change(&mut memory);
+                map.insert(thread.to_owned(), memory);
+                order.push_back(thread.to_owned());
+            }
+        }
+        while order.len() > MAX_THREADS {
+            if let Some(oldest) = order.pop_front() {
+                map.remove(&oldest);
+            }
+        }
     }
 }

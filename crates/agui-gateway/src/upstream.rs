@@ -403,6 +403,8 @@ pub struct OutgoingMessage {
     pub task_id: Option<String>,
     pub metadata: Option<serde_json::Map<String, Value>>,
     pub extensions: Vec<String>,
+    /// The request's own metadata (`params.metadata`), beside the message.
+    pub request_metadata: Option<serde_json::Map<String, Value>>,
 }
 
 #[derive(Debug, Clone)]
@@ -419,6 +421,12 @@ pub enum OutgoingPart {
         name: Option<String>,
     },
     Data(Value),
+    /// A data part with part metadata that says what it is (a tool result,
+    /// the answer to an interrupt).
+    Marked {
+        data: Value,
+        metadata: serde_json::Map<String, Value>,
+    },
     /// An A2UI client message (a user action): a data part marked with the
     /// A2UI media type, in part metadata as the A2UI extension says.
     Ui(Value),
@@ -441,6 +449,12 @@ impl OutgoingPart {
             }
             OutgoingPart::Data(data) if v10 => json!({ "data": data }),
             OutgoingPart::Data(data) => json!({ "kind": "data", "data": data }),
+            OutgoingPart::Marked { data, metadata } if v10 => {
+                json!({ "data": data, "metadata": metadata })
+            }
+            OutgoingPart::Marked { data, metadata } => {
+                json!({ "kind": "data", "data": data, "metadata": metadata })
+            }
             OutgoingPart::Ui(data) if v10 => {
                 json!({ "data": data, "mediaType": A2UI_MEDIA_TYPE, "metadata": { "mimeType": A2UI_MEDIA_TYPE } })
             }
@@ -502,8 +516,12 @@ pub fn streaming_request(
     } else {
         "message/stream"
     };
+    let mut params = json!({ "message": msg });
+    if let Some(metadata) = &message.request_metadata {
+        params["metadata"] = Value::Object(metadata.clone());
+    }
     (
-        json!({ "jsonrpc": "2.0", "id": rpc_id, "method": method, "params": { "message": msg } }),
+        json!({ "jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params }),
         v10,
     )
 }

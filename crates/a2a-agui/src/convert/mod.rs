@@ -17,6 +17,7 @@ mod artifacts;
 mod block;
 mod repeat;
 mod run;
+mod shared;
 mod status;
 mod subagents;
 mod tools;
@@ -65,6 +66,9 @@ pub struct Options {
     /// Tools the client declared (AG-UI `tools`, by name): when the agent
     /// calls one, the run ends after the call so that the client runs it.
     pub client_tools: Vec<String>,
+    /// The shared state the client sent (AG-UI `state`): the base of the
+    /// agent's patches.
+    pub state: Option<Value>,
 }
 
 /// The AG-UI version a client speaks, from `RunAgentInput.protocolVersion`.
@@ -132,6 +136,8 @@ pub struct Converter<I = SequentialIds> {
     last_message_parts: Option<TextDigest>,
     surfaces: Surfaces,
     subagents: Subagents,
+    /// The client's shared state, when known (`shared`).
+    shared_state: Option<Value>,
 }
 
 impl Converter<SequentialIds> {
@@ -146,6 +152,7 @@ impl<I: IdSource> Converter<I> {
     pub fn new(options: Options, ids: I) -> Self {
         Converter {
             subagents: Subagents::new(options.version == AguiVersion::V1),
+            shared_state: options.state.clone(),
             options,
             ids,
             run: Lifecycle::default(),
@@ -394,9 +401,7 @@ impl<I: IdSource> Converter<I> {
                 .iter()
                 .map(|(key, value)| PatchOp::add(PatchOp::member(key), value.clone()))
                 .collect();
-            out.push(Event::StateDelta {
-                delta: Patch::Ops(ops),
-            });
+            self.state_patch(Patch::Ops(ops), out);
         }
     }
 
@@ -497,12 +502,8 @@ impl<I: IdSource> Converter<I> {
                 self.blocks.close(out);
                 self.surfaces.operation(surface_id, operation, out);
             }
-            Block::StateSnapshot(snapshot) => out.push(Event::StateSnapshot {
-                snapshot: snapshot.clone(),
-            }),
-            Block::StatePatch(patch) => out.push(Event::StateDelta {
-                delta: Patch::Agent(patch.to_vec()),
-            }),
+            Block::StateSnapshot(snapshot) => self.state_snapshot(snapshot, out),
+            Block::StatePatch(patch) => self.state_patch(Patch::Agent(patch.to_vec()), out),
             Block::Unreadable(value) => out.push(raw(value.clone())),
         }
     }

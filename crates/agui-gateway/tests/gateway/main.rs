@@ -8,6 +8,7 @@
 mod auth;
 mod edge;
 mod frameworks;
+mod input;
 mod limits;
 mod matrix;
 mod readme;
@@ -195,11 +196,13 @@ async fn the_card_points_at_the_gateway_and_declares_ag_ui() {
     assert_eq!(again.status(), 304);
     assert_eq!(again.headers()["etag"].to_str().unwrap(), etag);
     let extensions = card["capabilities"]["extensions"].as_array().unwrap();
-    assert!(
-        extensions
-            .iter()
-            .any(|e| e["uri"] == "https://ag-ui.org/protocol/v1")
-    );
+    for uri in [
+        "https://ag-ui.org/protocol/v1",
+        // What the gateway carries from AG-UI clients (issue 10).
+        "urn:agui-gateway:a2a-extension:agui-input:v1",
+    ] {
+        assert!(extensions.iter().any(|e| e["uri"] == uri), "{uri}");
+    }
     assert!(
         extensions.iter().any(|e| e["uri"]
             == "https://help.aliyun.com/en/model-studio/multimodal-integration-a2a-protocol"),

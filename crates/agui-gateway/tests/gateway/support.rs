@@ -104,17 +104,23 @@ pub fn gateway_for(upstream: &str, extra: &[&str]) -> Process {
 }
 
 /// One of the real agents: `python-v1` (a2a-sdk 1.3.0), `python-v03`
-/// (a2a-sdk 0.3.26), `js-v1` (@a2a-js/sdk 1.3.0). `tests/agents/setup.sh`
+/// (a2a-sdk 0.3.26), `js-v1` (@a2a-js/sdk 1.3.0), `input` (a2a-sdk 1.3.0,
+/// using what AG-UI clients send through the gateway's extension). `tests/agents/setup.sh`
 /// installs them (the test command runs it first).
 pub fn agent(name: &str) -> Process {
     let root = repo_root();
     let dir = root.join("tests/agents");
     let mut command = match name {
-        "python-v1" | "python-v03" => {
-            let venv = if name == "python-v1" {
-                "venv-a2a-v1"
-            } else {
+        "python-v1" | "python-v03" | "input" => {
+            let venv = if name == "python-v03" {
                 "venv-a2a-v03"
+            } else {
+                "venv-a2a-v1"
+            };
+            let script = match name {
+                "input" => "python-v1/input_agent.py",
+                _ if name == "python-v1" => "python-v1/agent.py",
+                _ => "python-v03/agent.py",
             };
             let python = root.join(".cache").join(venv).join("bin/python");
             assert!(
@@ -123,7 +129,7 @@ pub fn agent(name: &str) -> Process {
                 python.display()
             );
             let mut command = Command::new(python);
-            command.arg(dir.join(name).join("agent.py"));
+            command.arg(dir.join(script));
             command
         }
         "js-v1" => {

@@ -1,0 +1,147 @@
+//! The AG-UI endpoint: a `RunAgentInput` from `@ag-ui/client`'s HttpAgent
+//! (1.0.0, 0.0.59, 0.0.48) or CopilotKit's runtime becomes one A2A call,
+//! and its answer comes back as AG-UI events.
+//!
+//! - `threadId` is the A2A `contextId`; `RUN_STARTED` / `RUN_FINISHED` echo
+//!   the request's `threadId` and `runId`.
+//! - `input`: what is new since the agent last spoke is sent, once; tool
+//!   messages as tool results; `resume` answers the waiting task or
+//!   cancels it.
+//! - `extension`: tools, state, context, instructions and the rest of
+//!   `forwardedProps` travel in the message metadata.
+//! - A thread whose task waits (for input, or for the client's tools)
+//!   continues that task. The task id comes back in the metadata of the
+//!   assistant message that asked (the 1.0 client keeps it); this
+//!   replica's memory of the thread covers the rest.
+//! - `forwardedProps.a2a.metadata` goes into the A2A message metadata (the
+//!   multimodal-interaction seed's user, device, location, …) and
+//!   `forwardedProps.a2a.extensions` activates A2A extensions.
+
+pub mod extension;
+pub mod input;
+mod parts;
+
+use std::sync::Arc;
+
+use a2a_agui::{Event, Options, RunState, TaskState};
+use axum::body::Bytes;
+use axum::response::Response;
+
+use self::input::{RunRequest, Upstream};
+use crate::error::ApiError;
+use crate::outbound::{self, Forwarded};
+use crate::random::random_u64;
+use crate::relay::{self, Conversion};
+use crate::state::SharedState;
+use crate::upstream::{Agent, OutgoingMessage};
+
+/// Reads a `RunAgentInput` as a first run of its thread would see it: the
+/// checks every body goes through (for the fuzz target and tests).
+pub fn read_run_input(body: &[u8]) -> Result<RunRequest, ApiError> {
+    input::parse(body)?.plan(&Default::default())
+}
+
+/// Runs one `RunAgentInput`; `scope` is the caller (`edge::scope`).
+pub async fn run(
+    state: SharedState,
+    agent: Arc<Agent>,
+    headers: Forwarded,
+    scope: String,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    state.metrics.count_request("agui");
+    let input = input::parse(&body)?;
+    // The memory is per agent and per caller: a thread id known to
+    // another caller must not hand it this caller's task.
+    let thread = format!("{}\u{1f}{scope}\u{1f}{}", agent.name(), input.thread_id);
+    let (thread_id, run_id, version) =
+        (input.thread_id.clone(), input.run_id.clone(), input.version);
+    let shared_state = input.shared_state();
+    let plan = input.plan(&state.threads.get(&thread))?;
+    let RunRequest {
+        upstream,
+        activate,
+        client_tools,
+        delivers,
+    } = plan;
+    if !client_tools.is_empty() {
+        tracing::debug!(
+            agent = agent.name(),
+            tools = client_tools.len(),
+            "client declared tools"
+        );
+    }
+
+    let memory = state.clone();
+    let memory_thread = thread.clone();
+    let on_sent = move || memory.threads.sent(&memory_thread, &delivers);
+    let memory = state.clone();
+    let on_end = move |event: &Event, task: Option<&str>| {
+        memory
+            .threads
+            .set_waiting(&thread, task.filter(|_| waits(event)));
+    };
+    let conversion = Conversion {
+        options: Options {
+            thread_id: Some(thread_id),
+            run_id: Some(run_id.clone()),
+            interrupts: agent.config.interrupts,
+            version,
+            client_tools,
+            state: shared_state,
+        },
+        // This endpoint has no query to choose from: the agent's format.
+        format: agent.config.format,
+        on_end: Some(Box::new(on_end)),
+        on_sent: Some(Box::new(on_sent)),
+    };
+    let rpc_id = format!("agui-{run_id}-{:x}", random_u64());
+    let send = |mut message: OutgoingMessage| {
+        // Minted per request: a resumed run repeats its run id.
+        message.message_id = format!("agui-{:016x}", random_u64());
+        let (agent, headers, activate, rpc_id) = (&agent, &headers, &activate, &rpc_id);
+        async move { Ok(outbound::build(agent, headers, &message, rpc_id, activate).await) }
+    };
+    let message = match upstream {
+        Upstream::Send(message) => message,
+        // Cancelled, and nothing else to say: the run is the cancel's answer.
+        Upstream::Cancel { task, then: None } => {
+            let request = async { Ok(outbound::cancel(&agent, &headers, &task).await) };
+            return relay::open(&state, agent.clone(), headers.clone(), request, conversion).await;
+        }
+        Upstream::Cancel {
+            task,
+            then: Some(message),
+        } => {
+            relay::send_cancel(&agent, &headers, &task).await;
+            message
+        }
+    };
+    relay::open(
+        &state,
+        agent.clone(),
+        headers.clone(),
+        send(message),
+        conversion,
+    )
+    .await
+}
+
+/// A run that leaves its task waiting for the client: for input, or for
+/// the results of the client's tools (the task is not over).
+fn waits(event: &Event) -> bool {
+    let Event::RunFinished {
+        result: Some(result),
+        ..
+    } = event
+    else {
+        return false;
+    };
+    let open = !matches!(
+        result.state,
+        Some(RunState::Task(
+            TaskState::Completed | TaskState::Canceled | TaskState::Failed | TaskState::Rejected
+        ))
+    );
+    result.is_waiting() || (result.pending_tool_call_ids.is_some() && open)
+}
