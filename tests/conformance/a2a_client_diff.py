@@ -69,6 +69,9 @@ from a2a.types.a2a_pb2 import (
 
 CALL_TIMEOUT = 20.0  # seconds, per check
 AGUI_EXTENSION = 'https://ag-ui.org/protocol/v1'
+# What the gateway carries from AG-UI clients (docs/extension.md).
+AGUI_INPUT_EXTENSION = 'urn:agui-gateway:a2a-extension:agui-input:v1'
+GATEWAY_EXTENSIONS = (AGUI_EXTENSION, AGUI_INPUT_EXTENSION)
 CARD_PATH = '/.well-known/agent-card.json'
 UNKNOWN_TASK_ID = 'no-such-task-a2a-client-diff'
 
@@ -196,10 +199,11 @@ class Side:
         if self.name != 'gateway':
             return card
         exts = card.get('capabilities', {}).get('extensions', [])
-        if not any(e.get('uri') == AGUI_EXTENSION for e in exts):
-            raise CheckError(f'gateway card does not declare the AG-UI extension {AGUI_EXTENSION}')
+        for uri in GATEWAY_EXTENSIONS:
+            if not any(e.get('uri') == uri for e in exts):
+                raise CheckError(f'gateway card does not declare the extension {uri}')
         card = json.loads(json.dumps(card))
-        card['capabilities']['extensions'] = [e for e in exts if e.get('uri') != AGUI_EXTENSION]
+        card['capabilities']['extensions'] = [e for e in exts if e.get('uri') not in GATEWAY_EXTENSIONS]
         return card
 
     async def check_card_resolved(self) -> Any:

@@ -6,6 +6,12 @@
 //! streamed as artifact chunks, an ACP citation, and a multimodal command.
 //! Its ids derive from the request, so the same request gives the same
 //! answer (the README's examples show real output).
+//!
+//! Through `/agui` it also shows the AG-UI input extension
+//! (`docs/extension.md`): when the client declares a weather tool, the
+//! agent calls the client's tool instead of its own and answers from the
+//! result the client sends back; when the client shares state, the agent
+//! answers with a snapshot and a patch of it.
 
 use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
@@ -110,8 +116,25 @@ async fn rpc(State(demo): State<Demo>, body: Bytes) -> Response {
     let context = message["contextId"]
         .as_str()
         .map_or_else(|| format!("ctx-{}", short_hash(&text)), str::to_owned);
-    let task = format!("task-{}", short_hash(&(&text, &context)));
-    let events = answer(&task, &context, &text, &message["metadata"]);
+    let metadata = &message["metadata"];
+    let (task, events) = match tool_result(message) {
+        // The result of the client's tool, for the task that asked for it.
+        Some(result) => {
+            let task = message["taskId"]
+                .as_str()
+                .map_or_else(|| format!("task-{}", short_hash(&result)), str::to_owned);
+            let events = answer_from_tool(&task, &context, &result);
+            (task, events)
+        }
+        None => {
+            let task = format!("task-{}", short_hash(&(&text, &context)));
+            let events = match client_weather_tool(metadata) {
+                Some(tool) => call_client_tool(&task, &context, &tool, &city_in(&text)),
+                None => answer(&task, &context, &text, metadata),
+            };
+            (task, events)
+        }
+    };
     if method == "message/send" {
         return axum::Json(
             json!({ "jsonrpc": "2.0", "id": id, "result": final_task(&task, &context, &events) }),
@@ -144,15 +167,67 @@ async fn rpc(State(demo): State<Demo>, body: Bytes) -> Response {
     response
 }
 
-/// The A2A events of one answer.
-fn answer(task: &str, context: &str, question: &str, metadata: &Value) -> Vec<Value> {
-    // The last capitalised word that is not a usual sentence opener.
+/// The city a question names: its last capitalised word that is not a
+/// usual sentence opener.
+fn city_in(question: &str) -> String {
     const OPENERS: [&str; 8] = ["Hello", "Hi", "What", "Weather", "How", "Is", "The", "Tell"];
-    let city = question
+    question
         .split(|c: char| !c.is_alphanumeric())
         .rfind(|w| w.chars().next().is_some_and(char::is_uppercase) && !OPENERS.contains(w))
         .unwrap_or("Paris")
-        .to_owned();
+        .to_owned()
+}
+
+/// A tool the client declared (`x-agui-tools`) whose name says weather.
+fn client_weather_tool(metadata: &Value) -> Option<String> {
+    metadata["x-agui-tools"]
+        .as_array()?
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .find(|name| name.to_ascii_lowercase().contains("weather"))
+        .map(str::to_owned)
+}
+
+/// The content of a `tool_result` part the client sent, if any.
+fn tool_result(message: &Value) -> Option<String> {
+    message["parts"]
+        .as_array()?
+        .iter()
+        .map(|p| &p["data"])
+        .find(|d| d["type"] == "tool_result")
+        .map(|d| d["content"].as_str().unwrap_or_default().to_owned())
+}
+
+/// The turn that lets the client run its own weather tool: the call, then
+/// the task waits for the result.
+fn call_client_tool(task: &str, context: &str, tool: &str, city: &str) -> Vec<Value> {
+    vec![
+        json!({ "kind": "task", "id": task, "contextId": context, "status": { "state": "submitted" } }),
+        json!({ "kind": "status-update", "taskId": task, "contextId": context, "final": false,
+            "status": { "state": "working", "message": { "kind": "message", "role": "agent",
+                "messageId": format!("{task}-ask"), "parts": [
+                    { "kind": "text", "text": format!("Asking your {tool} tool about {city}.") },
+                    { "kind": "data", "data": { "type": "tool_use", "id": "call-client-weather",
+                      "name": tool, "arguments": { "city": city } } }] } } }),
+        json!({ "kind": "status-update", "taskId": task, "contextId": context, "final": true,
+            "status": { "state": "input-required" } }),
+    ]
+}
+
+/// The turn after the client ran its tool: the answer from its result.
+fn answer_from_tool(task: &str, context: &str, result: &str) -> Vec<Value> {
+    vec![
+        json!({ "kind": "artifact-update", "taskId": task, "contextId": context, "lastChunk": true,
+            "artifact": { "artifactId": "answer", "name": "answer",
+                "parts": [{ "kind": "text", "text": format!("Your tool says: {result}") }] } }),
+        json!({ "kind": "status-update", "taskId": task, "contextId": context, "final": true,
+            "status": { "state": "completed" } }),
+    ]
+}
+
+/// The A2A events of one answer.
+fn answer(task: &str, context: &str, question: &str, metadata: &Value) -> Vec<Value> {
+    let city = city_in(question);
     let message = |parts: Value, meta: Option<Value>| {
         let mut m = json!({ "kind": "message", "role": "agent", "messageId": format!("{task}-msg"), "taskId": task, "contextId": context, "parts": parts });
         if let Some(meta) = meta {
@@ -238,6 +313,17 @@ fn answer(task: &str, context: &str, question: &str, metadata: &Value) -> Vec<Va
             "params": [{ "name": "city", "value": city, "normValue": city.to_lowercase() }], "commandRequestId": format!("{task}-cmd") }] })),
         ),
     ];
+    if let Some(state) = metadata["x-agui-state"].as_object() {
+        // Shared state: the city asked about in a snapshot, the forecast as
+        // a patch of it.
+        let mut snapshot = state.clone();
+        snapshot.insert("city".into(), json!(city));
+        events.push(json!({ "kind": "artifact-update", "taskId": task, "contextId": context, "lastChunk": true,
+            "artifact": { "artifactId": "shared-state", "parts": [
+                { "kind": "data", "data": { "type": "agui-state-snapshot", "snapshot": snapshot } },
+                { "kind": "data", "data": { "type": "agui-state-delta",
+                  "patch": [{ "op": "add", "path": "/forecast", "value": "sunny, 22 °C" }] } }] } }));
+    }
     if metadata.as_object().is_some_and(|m| !m.is_empty()) {
         events.push(json!({ "kind": "artifact-update", "taskId": task, "contextId": context, "lastChunk": true,
             "artifact": { "artifactId": "client-metadata", "parts": [{ "kind": "data", "data": { "received": metadata } }] } }));
@@ -253,5 +339,10 @@ fn final_task(task: &str, context: &str, events: &[Value]) -> Value {
         .filter(|e| e["kind"] == "artifact-update")
         .map(|e| e["artifact"].clone())
         .collect();
-    json!({ "kind": "task", "id": task, "contextId": context, "status": { "state": "completed" }, "artifacts": artifacts })
+    let state = events
+        .iter()
+        .rev()
+        .find_map(|e| e["status"]["state"].as_str())
+        .unwrap_or("completed");
+    json!({ "kind": "task", "id": task, "contextId": context, "status": { "state": state }, "artifacts": artifacts })
 }

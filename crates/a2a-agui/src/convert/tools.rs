@@ -101,6 +101,10 @@ impl Tools {
         if self.unanswered.as_ref().is_some_and(|(_, k)| *k == key) {
             self.unanswered = None;
         }
+        // A client tool the agent answered itself: the client need not run it.
+        let shown = self.calls.get(&key).map(|t| t.id.clone());
+        self.client_calls
+            .retain(|call| Some(call) != shown.as_ref() && **call != *key);
         let Some(tool) = self.calls.get_mut(&key) else {
             // Tracking is full: deliver at once rather than lose the output.
             emit_result(ids, key.into(), result.content, result.error, out);

@@ -72,8 +72,11 @@ async fn jwks_server() -> (String, Arc<AtomicUsize>) {
     (format!("http://{addr}/jwks.json"), fetches)
 }
 
+/// A run with a message of its own: the gateway sends each message once.
 fn run_body() -> Value {
-    json!({ "threadId": "t", "runId": "r", "messages": [{ "id": "u", "role": "user", "content": "hi" }] })
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    json!({ "threadId": "t", "runId": format!("r{n}"), "messages": [{ "id": format!("u{n}"), "role": "user", "content": "hi" }] })
 }
 
 #[tokio::test]

@@ -339,3 +339,33 @@ async fn a_run_with_nothing_new_is_refused_before_any_upstream_call() {
     }
     assert_eq!(received(&agent, thread).await.len(), 1);
 }
+
+#[tokio::test]
+async fn the_demo_agent_shows_a_frontend_tool_turn_and_a_shared_state_turn() {
+    let demo = gateway(&["demo", "--delay-ms", "0"]);
+    let url = format!("{}/agui", demo.url());
+    for version in ["1.0.0", "0.0.48"] {
+        let run = flow(version, &url, "clienttool");
+        assert_eq!(run["ok"], true, "{version}: {run}");
+        assert_eq!(run["runs"].as_array().unwrap().len(), 4, "{version}: {run}");
+        assert_eq!(
+            run["text"]
+                .as_str()
+                .unwrap()
+                .matches(&format!("Your tool says: {TOOL_RESULT}"))
+                .count(),
+            2,
+            "{version}: {}",
+            run["text"]
+        );
+        check_tool_calls(&run["messages"]);
+
+        let run = flow(version, &url, "state");
+        assert_eq!(run["ok"], true, "{version}: {run}");
+        assert_eq!(
+            run["state"],
+            json!({ "city": "Paris", "forecast": "sunny, 22 °C" }),
+            "{version}: {run}"
+        );
+    }
+}

@@ -53,15 +53,21 @@ fn normalise(line: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         let run = &bytes[i..];
-        let is_prefix = run.len() >= 14
-            && run[0] == b'-'
-            && run[13] == b'-'
-            && run[1..13]
-                .iter()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+        let tag = |at: usize| {
+            run.len() >= at + 12
+                && run[at..at + 12]
+                    .iter()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        };
+        let is_prefix = run.len() >= 14 && run[0] == b'-' && run[13] == b'-' && tag(1);
+        // A tool-call id tagged per run: `call-weather~3f0a…`.
+        let is_call_tag = run.len() >= 14 && run[0] == b'~' && tag(1) && run[13] == b'"';
         if is_prefix {
             result.push_str("-RUN-");
             i += 14;
+        } else if is_call_tag {
+            result.push_str("~RUN");
+            i += 13;
         } else {
             let ch = out[i..].chars().next().unwrap_or('?');
             result.push(ch);
