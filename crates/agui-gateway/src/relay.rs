@@ -38,8 +38,9 @@ pub struct Conversion {
     pub format: OutputFormat,
     /// Called with the terminal event (and the task id) when the run ends.
     pub on_end: Option<OnEnd>,
-    /// Called once the upstream answered the call (so its input arrived).
-    pub on_sent: Option<Box<dyn FnOnce() + Send>>,
+    /// Called once the agent took the call's input: it named a task or a
+    /// context (an error answer names neither).
+    pub on_delivered: Option<Box<dyn FnOnce() + Send>>,
 }
 
 /// Opens a converted stream: takes a place under `max_streams`, then builds
@@ -55,13 +56,7 @@ pub async fn open(
     let permit = state.stream_permit()?;
     let request = request.await?;
     let started = Instant::now();
-    let mut conversion = conversion;
     let upstream = agent.send_stream(request).await;
-    if upstream.is_ok()
-        && let Some(on_sent) = conversion.on_sent.take()
-    {
-        on_sent();
-    }
     let run = Run {
         agent,
         forwarded,
@@ -131,6 +126,14 @@ fn now_ms() -> Option<u64> {
 impl RelayState {
     /// Converts what the last step produced and notes a terminal event.
     fn took(&mut self, out: Vec<u8>) -> Bytes {
+        if self.run.conversion.on_delivered.is_some() {
+            let converter = self.stream.converter();
+            if (converter.task_id().is_some() || converter.context_id().is_some())
+                && let Some(on_delivered) = self.run.conversion.on_delivered.take()
+            {
+                on_delivered();
+            }
+        }
         for event in self.stream.last_events() {
             self.run.metrics.count_event(event);
             if event.is_terminal() {

@@ -275,7 +275,7 @@ async fn proxy(
         },
         format: output_format(query, agent.config.format),
         on_end: None,
-        on_sent: None,
+        on_delivered: None,
     };
     let request = async {
         match seed {

@@ -126,20 +126,41 @@ pub struct Shutdown {
     pub stop: CancellationToken,
 }
 
-/// What this replica remembers of an AG-UI thread (per agent and
-/// caller): the task left waiting, for clients that do not send message
-/// metadata back (before 1.0) or whose last message carries none (a tool
-/// call); and the ids of the client messages already sent upstream, so
-/// that none is sent twice.
+/// What this replica remembers of an AG-UI thread (per agent and caller):
+/// the task left waiting, for clients that do not send message metadata
+/// back (before 1.0) or whose last message carries none (a tool call); the
+/// calls of the client's tools the last run ended on; and what was already
+/// sent upstream (message ids, answered interrupts), so that nothing is
+/// sent twice. Ids are kept as keyed 64-bit digests: a client's ids may be
+/// long, the memory stays small.
 #[derive(Debug, Clone, Default)]
 pub struct ThreadMemory {
     pub waiting_task: Option<String>,
-    sent: VecDeque<String>,
+    pending_calls: Vec<u64>,
+    sent: VecDeque<u64>,
 }
 
-/// Message ids remembered per thread. The new input lies after the agent's
+/// Digests remembered per thread. The new input lies after the agent's
 /// last message, so only the latest few ever matter.
 const MAX_SENT_PER_THREAD: usize = 256;
+/// A task id longer than this is not remembered (an agent's ids are short).
+const MAX_TASK_ID_BYTES: usize = 256;
+
+/// What a remembered id stands for: the same text in two roles differs.
+#[derive(Hash)]
+enum Remembered<'a> {
+    Message(&'a str),
+    Interrupt(&'a str),
+    Call(&'a str),
+}
+
+fn digest(value: &impl std::hash::Hash) -> u64 {
+    use std::hash::BuildHasher;
+    // Keyed once per process: a client cannot make two ids collide.
+    static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    KEYS.get_or_init(Default::default).hash_one(value)
+}
 
 impl ThreadMemory {
     #[cfg(test)]
@@ -148,76 +169,122 @@ impl ThreadMemory {
         self
     }
 
-    pub fn was_sent(&self, id: &str) -> bool {
-        self.sent.iter().any(|sent| sent == id)
+    pub fn was_sent(&self, message_id: &str) -> bool {
+        self.sent
+            .contains(&digest(&Remembered::Message(message_id)))
     }
 
-    pub fn remember_sent(&mut self, ids: &[String]) {
-        for id in ids {
-            if !self.was_sent(id) {
-                self.sent.push_back(id.clone());
+    pub fn was_answered(&self, interrupt_id: &str) -> bool {
+        self.sent
+            .contains(&digest(&Remembered::Interrupt(interrupt_id)))
+    }
+
+    /// The last run ended on this call of a client tool.
+    pub fn is_pending_call(&self, call_id: &str) -> bool {
+        self.pending_calls
+            .contains(&digest(&Remembered::Call(call_id)))
+    }
+
+    pub fn remember_sent(&mut self, messages: &[String], interrupts: &[String]) {
+        let digests = messages
+            .iter()
+            .map(|id| digest(&Remembered::Message(id)))
+            .chain(
+                interrupts
+                    .iter()
+                    .map(|id| digest(&Remembered::Interrupt(id))),
+            );
+        for digest in digests {
+            if !self.sent.contains(&digest) {
+                self.sent.push_back(digest);
             }
         }
         while self.sent.len() > MAX_SENT_PER_THREAD {
             self.sent.pop_front();
         }
     }
+
+    fn is_empty(&self) -> bool {
+        self.waiting_task.is_none() && self.pending_calls.is_empty() && self.sent.is_empty()
+    }
 }
 
-/// Every thread's memory, bounded: past `MAX_THREADS` the thread used
-/// least recently is forgotten.
+/// A thread as the memory knows it: agent, caller and thread id, digested
+/// (a thread id may be long; two callers never share a thread).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ThreadKey(u64);
+
+impl ThreadKey {
+    pub fn new(agent: &str, caller: &str, thread: &str) -> ThreadKey {
+        ThreadKey(digest(&(agent, caller, thread)))
+    }
+}
+
+/// Every thread's memory, bounded: past `MAX_THREADS` the thread
+/// remembered first is forgotten first.
 #[derive(Default)]
 pub struct Threads {
-    threads: Mutex<(HashMap<String, ThreadMemory>, VecDeque<String>)>,
+    threads: Mutex<(HashMap<ThreadKey, ThreadMemory>, VecDeque<ThreadKey>)>,
 }
 
-/// Bounds the memory a stream of abandoned threads can take.
+/// Bounds the memory a stream of abandoned threads can take (about 2 KiB
+/// each at most).
 const MAX_THREADS: usize = 10_000;
 
 impl Threads {
-    pub fn get(&self, thread: &str) -> ThreadMemory {
+    pub fn get(&self, thread: ThreadKey) -> ThreadMemory {
         self.threads
             .lock()
             .ok()
-            .and_then(|guard| guard.0.get(thread).cloned())
+            .and_then(|guard| guard.0.get(&thread).cloned())
             .unwrap_or_default()
     }
 
-    /// The run's input reached the agent.
-    pub fn sent(&self, thread: &str, ids: &[String]) {
-        if !ids.is_empty() {
-            self.update(thread, |memory| memory.remember_sent(ids));
+    #[cfg(test)]
+    pub fn restore(&self, thread: ThreadKey, memory: ThreadMemory) {
+        self.update(thread, |slot| *slot = memory);
+    }
+
+    /// The agent took the run's input.
+    pub fn sent(&self, thread: ThreadKey, messages: &[String], interrupts: &[String]) {
+        if !messages.is_empty() || !interrupts.is_empty() {
+            self.update(thread, |memory| memory.remember_sent(messages, interrupts));
         }
     }
 
-    /// The run ended with `task` waiting for the client (or not).
-    pub fn set_waiting(&self, thread: &str, task: Option<&str>) {
+    /// The run ended with `task` waiting for the client (or not), on these
+    /// calls of the client's tools.
+    pub fn ended(&self, thread: ThreadKey, task: Option<&str>, pending_calls: &[String]) {
         self.update(thread, |memory| {
-            memory.waiting_task = task.map(str::to_owned)
+            memory.waiting_task = task
+                .filter(|t| t.len() <= MAX_TASK_ID_BYTES)
+                .map(str::to_owned);
+            memory.pending_calls = pending_calls
+                .iter()
+                .take(MAX_SENT_PER_THREAD)
+                .map(|id| digest(&Remembered::Call(id)))
+                .collect();
         });
     }
 
-    fn update(&self, thread: &str, change: impl FnOnce(&mut ThreadMemory)) {
+    fn update(&self, thread: ThreadKey, change: impl FnOnce(&mut ThreadMemory)) {
         let Ok(mut guard) = self.threads.lock() else {
             return;
         };
         let (map, order) = &mut *guard;
-        match map.get_mut(thread) {
-            Some(memory) => {
-                change(memory);
-                // Most recently used last: the front is forgotten first.
-                if let Some(at) = order.iter().position(|t| t == thread) {
-                    order.remove(at);
-                }
-                order.push_back(thread.to_owned());
-            }
-            None => {
-                let mut memory = ThreadMemory::default();
-                change(&mut memory);
-                map.insert(thread.to_owned(), memory);
-                order.push_back(thread.to_owned());
-            }
+        if let Some(memory) = map.get_mut(&thread) {
+            change(memory);
+            return;
         }
+        let mut memory = ThreadMemory::default();
+        change(&mut memory);
+        // Nothing to remember: no entry (a caller cycling thread ids must
+        // not push others' threads out for nothing).
+        if memory.is_empty() {
+            return;
+        }
+        map.insert(thread, memory);
+        order.push_back(thread);
         while order.len() > MAX_THREADS {
             if let Some(oldest) = order.pop_front() {
                 map.remove(&oldest);

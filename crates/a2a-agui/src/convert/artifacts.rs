@@ -1,7 +1,8 @@
-//! What the converter remembers per artifact: how many parts were shown
-//! (a Task snapshot then adds only the rest), and fingerprints of what was
-//! announced about it (so a description repeated on every chunk is
-//! announced once).
+//! Artifacts: how their chunks are shown (appended, replaced, closing
+//! repeats of what was streamed), and what the converter remembers per
+//! artifact: how many parts were shown (a Task snapshot then adds only the
+//! rest), and fingerprints of what was announced about it (so a
+//! description repeated on every chunk is announced once).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
@@ -9,11 +10,16 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::MAX_TRACKED;
+use super::block::Segment;
+use super::repeat::{Evidence, Repeat};
+use super::{Converter, MAX_TRACKED};
 use crate::custom::{ArtifactNotice, Custom, EventMetadata};
 use crate::digest::{TextDigest, WordHashBuilder};
 use crate::event::Event;
-use crate::read::{self, Description, Object, without_commands};
+use crate::ids::IdSource;
+use crate::read::{
+    self, ArtifactChunk, Block, Description, Object, PartMeaning, Parts, without_commands,
+};
 
 #[derive(Debug, Default)]
 pub(super) struct ArtifactState {
@@ -197,5 +203,179 @@ impl Artifacts {
             state.commands = Some(digest);
         }
         out.push(Event::Custom(Custom::Commands(commands.clone())));
+    }
+}
+
+/// What a closing artifact's plain text parts become.
+#[derive(Debug, PartialEq, Eq)]
+enum TextPlan {
+    /// Shown as they are.
+    AsIs,
+    /// A repeat: not shown.
+    Drop,
+    /// Only this, what is new, where the text began.
+    Replace(String),
+}
+
+impl<I: IdSource> Converter<I> {
+    pub(super) fn on_artifact(&mut self, mut chunk: ArtifactChunk<'_>, out: &mut Vec<Event>) {
+        self.run.saw_task = true;
+        let id = chunk.id;
+        let key = Segment::artifact(id);
+        if !self.blocks.is_text_open_for(key) {
+            self.blocks.close_text(out);
+        }
+        let shown = self.artifacts.get(id).map_or(0, |a| a.parts_seen);
+        let replaced = !chunk.append && shown > 0;
+        if replaced {
+            // A replacement: what was streamed stays, the new content is a
+            // new message (or nothing, when it repeats what was streamed).
+            self.blocks.close_text(out);
+            if let Some(state) = self.artifacts.state(id) {
+                state.parts_seen = 0;
+            }
+        }
+        let extras = self.artifacts.describe(id, &chunk.description, out);
+        if let Some(delta) = chunk.state_delta.or(extras.state_delta.as_ref())
+            && self.artifacts.state_delta_changed(id, delta)
+        {
+            self.state_delta(Some(delta), out);
+        }
+        let commands = chunk.commands.or(extras.commands.as_ref());
+        if let Some(metadata) = chunk.event_metadata.take() {
+            self.artifacts.event_metadata(id, metadata, out);
+        }
+        // ADK-style streaming (Hector v2): `partial: true` events carry
+        // deltas, then a `partial: false` event repeats the whole text.
+        let repeats_streamed = chunk.partial == Some(false)
+            && self.artifacts.get(id).is_some_and(|a| a.streamed_partial);
+        if chunk.partial == Some(true)
+            && let Some(state) = self.artifacts.state(id)
+        {
+            state.streamed_partial = true;
+        }
+        // A closing artifact of text only, whole in one event or replacing
+        // one, often repeats the answer (ADK, Strands, LangGraph) or only
+        // its last turn (fasta2a's `result`): it adds what is new.
+        let first_sight = shown == 0;
+        let evidence = if chunk.last_chunk || replaced {
+            Evidence::Closing
+        } else {
+            Evidence::Opening
+        };
+        let closing =
+            !repeats_streamed && !chunk.append && (chunk.last_chunk || replaced || first_sight);
+        if closing
+            && chunk.parts.fingerprint().is_some()
+            && chunk.parts.fingerprint() == self.last_message_parts
+        {
+            // The last message again, as the task's result (ADK).
+            return self.end_artifact_chunk(&chunk, commands, key, out);
+        }
+        // Its text is judged as a whole, whatever else it carries (LangGraph
+        // closes with the answer and its A2UI parts together).
+        let plan = match closing.then(|| chunk.parts.unhinted_text()).flatten() {
+            Some(whole) => {
+                let open = self.blocks.open_text_digest();
+                match self.blocks.transcript.classify(&whole, open, evidence) {
+                    Repeat::Skip => TextPlan::Drop,
+                    Repeat::Remainder(rest) => TextPlan::Replace(rest),
+                    Repeat::Emit => TextPlan::AsIs,
+                }
+            }
+            None => TextPlan::AsIs,
+        };
+        self.artifact_parts(id, key, chunk.parts, repeats_streamed, plan, out);
+        self.end_artifact_chunk(&chunk, commands, key, out);
+    }
+
+    /// What every chunk ends with: parts counted, the text closed on the
+    /// last chunk, the client commands.
+    fn end_artifact_chunk(
+        &mut self,
+        chunk: &ArtifactChunk<'_>,
+        commands: Option<&Value>,
+        key: Segment,
+        out: &mut Vec<Event>,
+    ) {
+        let id = chunk.id;
+        if let Some(state) = self.artifacts.state(id) {
+            state.parts_seen += chunk.parts.len();
+        }
+        if chunk.last_chunk {
+            self.blocks.close_text_of(key, out);
+        }
+        if let Some(commands) = commands {
+            self.artifacts.commands(id, commands, out);
+        }
+    }
+
+    /// An artifact chunk's parts; when the chunk repeats what ADK-style
+    /// `partial` events streamed, its text is gathered and only what is new
+    /// of it is added.
+    fn artifact_parts(
+        &mut self,
+        id: &str,
+        key: Segment,
+        parts: Parts<'_>,
+        repeats_streamed: bool,
+        mut plan: TextPlan,
+        out: &mut Vec<Event>,
+    ) {
+        if !repeats_streamed && plan == TextPlan::AsIs {
+            // Nearly every chunk: its parts as they are.
+            return parts.for_each_block(|_, block| self.on_block(block, key, Some(id), out));
+        }
+        let mut final_text = String::new();
+        parts.for_each_block(|meaning, block| match (block, meaning) {
+            (Block::Text(text), PartMeaning::PlainText) if repeats_streamed => {
+                final_text.push_str(text);
+            }
+            (Block::Text(_), PartMeaning::PlainText) if plan == TextPlan::Drop => {}
+            (Block::Text(_), PartMeaning::PlainText) if matches!(plan, TextPlan::Replace(_)) => {
+                // The new rest stands where the text began; the rest of the
+                // text parts were shown already.
+                if let TextPlan::Replace(rest) = std::mem::replace(&mut plan, TextPlan::Drop) {
+                    self.blocks.text(&mut self.ids, key, &rest, out);
+                }
+            }
+            (block, _) => self.on_block(block, key, Some(id), out),
+        });
+        let open = self.blocks.open_text_digest();
+        match self
+            .blocks
+            .transcript
+            .classify(&final_text, open, Evidence::Closing)
+        {
+            Repeat::Skip => {}
+            Repeat::Remainder(rest) => self.blocks.text(&mut self.ids, key, &rest, out),
+            Repeat::Emit => self.blocks.text(&mut self.ids, key, &final_text, out),
+        }
+    }
+
+    /// Artifacts of a Task snapshot: only parts not yet streamed are new.
+    /// Several entries may share one artifactId (their parts concatenate).
+    pub(super) fn snapshot_artifacts(&mut self, artifacts: &[Value], out: &mut Vec<Event>) {
+        let mut offsets: HashMap<&str, usize> = HashMap::new();
+        for artifact in artifacts.iter().filter_map(Value::as_object) {
+            let view = read::artifact_view(artifact);
+            let id = view.id;
+            let count = view.parts.len();
+            let offset = offsets.entry(id).or_insert(0);
+            let start = *offset;
+            *offset += count;
+            let streamed = self.artifacts.get(id).map_or(0, |a| a.parts_seen);
+            self.artifacts.describe(id, &view.description, out);
+            let key = Segment::artifact(id);
+            view.parts
+                .skip(streamed.saturating_sub(start))
+                .for_each_block(|_, block| self.on_block(block, key, Some(id), out));
+            if let Some(state) = self.artifacts.state(id) {
+                state.parts_seen = state.parts_seen.max(start + count);
+            }
+            if let Some(commands) = view.commands {
+                self.artifacts.commands(id, commands, out);
+            }
+        }
     }
 }

@@ -23,13 +23,12 @@ mod subagents;
 mod tools;
 mod ui;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use serde_json::Value;
 
 use self::artifacts::Artifacts;
 use self::block::{Blocks, Segment};
-use self::repeat::{Evidence, Repeat};
 use self::run::{Ending, Lifecycle};
 use self::status::Origin;
 use self::subagents::Subagents;
@@ -40,9 +39,8 @@ use crate::custom::{AcpStatus, Custom, DataNotice, ErrorNotice, FileNotice};
 use crate::digest::{TextDigest, WordHashBuilder};
 use crate::event::{Event, Outcome, Patch, PatchOp, RunResult};
 use crate::ids::{IdSource, SequentialIds};
-use crate::read::{
-    self, AcpEvent, AcpRunIds, ArtifactChunk, Block, ErrorReport, Item, Object, PartMeaning, Parts,
-};
+use crate::read::{self, AcpEvent, AcpRunIds, Block, ErrorReport, Item, Object};
+use crate::state::{RunState, TaskState};
 
 /// How many artifacts, tool calls and message ids one run keeps track of.
 /// Past this, de-duplication degrades; output stays well-formed.
@@ -109,17 +107,6 @@ pub enum StreamEnd {
     AgentError(ErrorReport),
 }
 
-/// What a closing artifact's plain text parts become.
-#[derive(Debug, PartialEq, Eq)]
-enum TextPlan {
-    /// Shown as they are.
-    AsIs,
-    /// A repeat: not shown.
-    Drop,
-    /// Only this, what is new, where the text began.
-    Replace(String),
-}
-
 /// The state machine of one run. Feed it items with `push_*`, then
 /// [`finish`](Converter::finish); every call appends the events it
 /// produced to `out`.
@@ -138,6 +125,8 @@ pub struct Converter<I = SequentialIds> {
     subagents: Subagents,
     /// The client's shared state, when known (`shared`).
     shared_state: Option<Value>,
+    /// An opening Task snapshot is being read (`status::on_task`).
+    replaying: bool,
 }
 
 impl Converter<SequentialIds> {
@@ -152,7 +141,8 @@ impl<I: IdSource> Converter<I> {
     pub fn new(options: Options, ids: I) -> Self {
         Converter {
             subagents: Subagents::new(options.version == AguiVersion::V1),
-            shared_state: options.state.clone(),
+            shared_state: shared::initial(&options),
+            replaying: false,
             options,
             ids,
             run: Lifecycle::default(),
@@ -376,7 +366,16 @@ impl<I: IdSource> Converter<I> {
         self.close_all(out);
         self.subagents.close_all(None, out);
         let calls = std::mem::take(&mut self.tools.client_calls);
-        if !calls.is_empty() {
+        let ended = result.as_ref().is_some_and(|r| {
+            matches!(
+                r.state,
+                Some(RunState::Task(
+                    TaskState::Canceled | TaskState::Failed | TaskState::Rejected
+                ))
+            )
+        });
+        // A task that ended waits for nobody's tools.
+        if !calls.is_empty() && !ended {
             // The run waits on the client's tools, not on a question.
             let ids: Vec<String> = calls.iter().map(|id| id.to_string()).collect();
             result
@@ -430,6 +429,12 @@ impl<I: IdSource> Converter<I> {
             } => self.blocks.thinking_complete(block_id, signature, out),
             Block::ReasoningStep(thought) => self.blocks.reasoning_step(ids, thought, out),
             Block::ToolCall(call) => {
+                let client_tool = self.options.client_tools.iter().any(|t| t == call.name);
+                if client_tool && self.replaying {
+                    // A call of the client's tool from an earlier turn: the
+                    // client has it, and ran it.
+                    return;
+                }
                 if call.id.is_some_and(|id| self.tools.knows(id)) {
                     // A repeated announcement of a call already sent: AG-UI
                     // forbids a second TOOL_CALL_START for the same id.
@@ -440,7 +445,7 @@ impl<I: IdSource> Converter<I> {
                 let id = self
                     .tools
                     .start(ids, call.id, call.name, &call.arguments, parent, out);
-                if self.options.client_tools.iter().any(|t| t == call.name) {
+                if client_tool {
                     // The client runs it: the run ends once this item is
                     // read, and no result is made up for it.
                     self.tools.client_calls.push(id);
@@ -505,169 +510,6 @@ impl<I: IdSource> Converter<I> {
             Block::StateSnapshot(snapshot) => self.state_snapshot(snapshot, out),
             Block::StatePatch(patch) => self.state_patch(Patch::Agent(patch.to_vec()), out),
             Block::Unreadable(value) => out.push(raw(value.clone())),
-        }
-    }
-
-    // -- artifacts --------------------------------------------------------------
-
-    fn on_artifact(&mut self, mut chunk: ArtifactChunk<'_>, out: &mut Vec<Event>) {
-        self.run.saw_task = true;
-        let id = chunk.id;
-        let key = Segment::artifact(id);
-        if !self.blocks.is_text_open_for(key) {
-            self.blocks.close_text(out);
-        }
-        let shown = self.artifacts.get(id).map_or(0, |a| a.parts_seen);
-        let replaced = !chunk.append && shown > 0;
-        if replaced {
-            // A replacement: what was streamed stays, the new content is a
-            // new message (or nothing, when it repeats what was streamed).
-            self.blocks.close_text(out);
-            if let Some(state) = self.artifacts.state(id) {
-                state.parts_seen = 0;
-            }
-        }
-        let extras = self.artifacts.describe(id, &chunk.description, out);
-        if let Some(delta) = chunk.state_delta.or(extras.state_delta.as_ref())
-            && self.artifacts.state_delta_changed(id, delta)
-        {
-            self.state_delta(Some(delta), out);
-        }
-        let commands = chunk.commands.or(extras.commands.as_ref());
-        if let Some(metadata) = chunk.event_metadata.take() {
-            self.artifacts.event_metadata(id, metadata, out);
-        }
-        // ADK-style streaming (Hector v2): `partial: true` events carry
-        // deltas, then a `partial: false` event repeats the whole text.
-        let repeats_streamed = chunk.partial == Some(false)
-            && self.artifacts.get(id).is_some_and(|a| a.streamed_partial);
-        if chunk.partial == Some(true)
-            && let Some(state) = self.artifacts.state(id)
-        {
-            state.streamed_partial = true;
-        }
-        // A closing artifact of text only, whole in one event or replacing
-        // one, often repeats the answer (ADK, Strands, LangGraph) or only
-        // its last turn (fasta2a's `result`): it adds what is new.
-        let first_sight = shown == 0;
-        let evidence = if chunk.last_chunk || replaced {
-            Evidence::Closing
-        } else {
-            Evidence::Opening
-        };
-        let closing =
-            !repeats_streamed && !chunk.append && (chunk.last_chunk || replaced || first_sight);
-        if closing
-            && chunk.parts.fingerprint().is_some()
-            && chunk.parts.fingerprint() == self.last_message_parts
-        {
-            // The last message again, as the task's result (ADK).
-            return self.end_artifact_chunk(&chunk, commands, key, out);
-        }
-        // Its text is judged as a whole, whatever else it carries (LangGraph
-        // closes with the answer and its A2UI parts together).
-        let plan = match closing.then(|| chunk.parts.unhinted_text()).flatten() {
-            Some(whole) => {
-                let open = self.blocks.open_text_digest();
-                match self.blocks.transcript.classify(&whole, open, evidence) {
-                    Repeat::Skip => TextPlan::Drop,
-                    Repeat::Remainder(rest) => TextPlan::Replace(rest),
-                    Repeat::Emit => TextPlan::AsIs,
-                }
-            }
-            None => TextPlan::AsIs,
-        };
-        self.artifact_parts(id, key, chunk.parts, repeats_streamed, plan, out);
-        self.end_artifact_chunk(&chunk, commands, key, out);
-    }
-
-    /// What every chunk ends with: parts counted, the text closed on the
-    /// last chunk, the client commands.
-    fn end_artifact_chunk(
-        &mut self,
-        chunk: &ArtifactChunk<'_>,
-        commands: Option<&Value>,
-        key: Segment,
-        out: &mut Vec<Event>,
-    ) {
-        let id = chunk.id;
-        if let Some(state) = self.artifacts.state(id) {
-            state.parts_seen += chunk.parts.len();
-        }
-        if chunk.last_chunk {
-            self.blocks.close_text_of(key, out);
-        }
-        if let Some(commands) = commands {
-            self.artifacts.commands(id, commands, out);
-        }
-    }
-
-    /// An artifact chunk's parts; when the chunk repeats what ADK-style
-    /// `partial` events streamed, its text is gathered and only what is new
-    /// of it is added.
-    fn artifact_parts(
-        &mut self,
-        id: &str,
-        key: Segment,
-        parts: Parts<'_>,
-        repeats_streamed: bool,
-        mut plan: TextPlan,
-        out: &mut Vec<Event>,
-    ) {
-        if !repeats_streamed && plan == TextPlan::AsIs {
-            // Nearly every chunk: its parts as they are.
-            return parts.for_each_block(|_, block| self.on_block(block, key, Some(id), out));
-        }
-        let mut final_text = String::new();
-        parts.for_each_block(|meaning, block| match (block, meaning) {
-            (Block::Text(text), PartMeaning::PlainText) if repeats_streamed => {
-                final_text.push_str(text);
-            }
-            (Block::Text(_), PartMeaning::PlainText) if plan == TextPlan::Drop => {}
-            (Block::Text(_), PartMeaning::PlainText) if matches!(plan, TextPlan::Replace(_)) => {
-                // The new rest stands where the text began; the rest of the
-                // text parts were shown already.
-                if let TextPlan::Replace(rest) = std::mem::replace(&mut plan, TextPlan::Drop) {
-                    self.blocks.text(&mut self.ids, key, &rest, out);
-                }
-            }
-            (block, _) => self.on_block(block, key, Some(id), out),
-        });
-        let open = self.blocks.open_text_digest();
-        match self
-            .blocks
-            .transcript
-            .classify(&final_text, open, Evidence::Closing)
-        {
-            Repeat::Skip => {}
-            Repeat::Remainder(rest) => self.blocks.text(&mut self.ids, key, &rest, out),
-            Repeat::Emit => self.blocks.text(&mut self.ids, key, &final_text, out),
-        }
-    }
-
-    /// Artifacts of a Task snapshot: only parts not yet streamed are new.
-    /// Several entries may share one artifactId (their parts concatenate).
-    fn snapshot_artifacts(&mut self, artifacts: &[Value], out: &mut Vec<Event>) {
-        let mut offsets: HashMap<&str, usize> = HashMap::new();
-        for artifact in artifacts.iter().filter_map(Value::as_object) {
-            let view = read::artifact_view(artifact);
-            let id = view.id;
-            let count = view.parts.len();
-            let offset = offsets.entry(id).or_insert(0);
-            let start = *offset;
-            *offset += count;
-            let streamed = self.artifacts.get(id).map_or(0, |a| a.parts_seen);
-            self.artifacts.describe(id, &view.description, out);
-            let key = Segment::artifact(id);
-            view.parts
-                .skip(streamed.saturating_sub(start))
-                .for_each_block(|_, block| self.on_block(block, key, Some(id), out));
-            if let Some(state) = self.artifacts.state(id) {
-                state.parts_seen = state.parts_seen.max(start + count);
-            }
-            if let Some(commands) = view.commands {
-                self.artifacts.commands(id, commands, out);
-            }
         }
     }
 

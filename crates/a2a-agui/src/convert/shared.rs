@@ -1,28 +1,51 @@
 //! The client's shared state, as far as this run knows it: the state the
 //! client sent (`Options::state`), then every snapshot and patch the agent
-//! sent. A 1.0 client gets patches as `STATE_DELTA`; an older one gets the
-//! patched state as `STATE_SNAPSHOT` instead, because `@ag-ui/client`
-//! 0.0.48 cannot apply any patch ("applyPatch is not a function") and a
-//! snapshot means the same to every version.
+//! sent. A 1.0 client gets patches as `STATE_DELTA`; an older one whose
+//! state is known gets the patched state as `STATE_SNAPSHOT` instead,
+//! because `@ag-ui/client` 0.0.48 cannot apply any patch ("applyPatch is
+//! not a function") and a snapshot means the same to every version.
 
 use serde_json::Value;
 
 use super::Converter;
 use crate::convert::AguiVersion;
+use crate::custom::{Custom, ErrorNotice};
 use crate::event::{Event, Patch};
 use crate::ids::IdSource;
 
+/// The largest shared state followed, serialised: past it, patches go out
+/// as they came (the client applies them; 0.0.48 cannot).
+pub(super) const MAX_SHARED_STATE_BYTES: usize = 1 << 20;
+
+/// The state a run starts from: followed only for clients before 1.0 (a 1.0
+/// client applies patches itself) and only while small enough.
+pub(super) fn initial(options: &crate::convert::Options) -> Option<Value> {
+    (options.version == AguiVersion::Legacy)
+        .then(|| options.state.clone())
+        .flatten()
+        .filter(within_bound)
+}
+
+fn within_bound(state: &Value) -> bool {
+    serde_json::to_vec(state).is_ok_and(|bytes| bytes.len() <= MAX_SHARED_STATE_BYTES)
+}
+
 impl<I: IdSource> Converter<I> {
     pub(super) fn state_snapshot(&mut self, snapshot: &Value, out: &mut Vec<Event>) {
-        self.shared_state = Some(snapshot.clone());
+        if self.options.version == AguiVersion::Legacy {
+            self.shared_state = Some(snapshot.clone()).filter(within_bound);
+        }
         out.push(Event::StateSnapshot {
             snapshot: snapshot.clone(),
         });
     }
 
     /// A patch: a delta for a 1.0 client; for an older one the patched
-    /// state, when the base is known and the patch applies to it.
+    /// state, when the base is known.
     pub(super) fn state_patch(&mut self, patch: Patch, out: &mut Vec<Event>) {
+        let Some(state) = self.shared_state.as_ref() else {
+            return out.push(Event::StateDelta { delta: patch });
+        };
         let ops: Vec<Value> = match &patch {
             Patch::Agent(ops) => ops.clone(),
             Patch::Ops(ops) => ops
@@ -30,25 +53,21 @@ impl<I: IdSource> Converter<I> {
                 .filter_map(|op| serde_json::to_value(op).ok())
                 .collect(),
         };
-        let patched = self.shared_state.as_ref().and_then(|state| {
-            let mut next = state.clone();
-            ops.iter()
-                .all(|op| apply(&mut next, op).is_some())
-                .then_some(next)
-        });
-        match (self.options.version, patched) {
-            (AguiVersion::Legacy, Some(state)) => {
-                out.push(Event::StateSnapshot {
-                    snapshot: state.clone(),
-                });
-                self.shared_state = Some(state);
-            }
-            (_, patched) => {
-                // A patch that does not apply leaves the base unknown.
-                self.shared_state = patched;
-                out.push(Event::StateDelta { delta: patch });
-            }
+        let mut next = state.clone();
+        if !ops.iter().all(|op| apply(&mut next, op).is_some()) {
+            // It fails on the client's state as well (the same state): say
+            // so instead of sending what no client can apply.
+            return out.push(Event::Custom(Custom::Error(ErrorNotice {
+                message: Some(
+                    "the agent's state patch does not apply to the shared state".to_owned(),
+                ),
+                code: Some("STATE_PATCH_FAILED".to_owned()),
+            })));
         }
+        out.push(Event::StateSnapshot {
+            snapshot: next.clone(),
+        });
+        self.shared_state = Some(next).filter(within_bound);
     }
 }
 
@@ -65,7 +84,10 @@ fn apply(doc: &mut Value, op: &Value) -> Option<()> {
         }
         "move" => {
             let from = op.get("from")?.as_str()?;
-            if path.starts_with(from) && path.len() > from.len() {
+            if path
+                .strip_prefix(from)
+                .is_some_and(|rest| rest.starts_with('/'))
+            {
                 return None; // into its own child
             }
             let value = remove(doc, from)?;
@@ -145,6 +167,15 @@ mod tests {
     }
 
     #[test]
+    fn a_move_to_a_sibling_that_shares_a_prefix_applies() {
+        let moved = patched(
+            json!({ "a": 1 }),
+            json!([{ "op": "move", "from": "/a", "path": "/ab" }]),
+        );
+        assert_eq!(moved, Some(json!({ "ab": 1 })));
+    }
+
+    #[test]
     fn every_operation_applies_as_rfc_6902_says() {
         let doc = json!({ "a": { "b": [1, 2] }, "c/d": 1, "e~f": 2 });
         assert_eq!(
@@ -169,6 +200,7 @@ mod tests {
             json!([{ "op": "add", "path": "/a/b/01", "value": 1 }]),
             json!([{ "op": "test", "path": "/c~1d", "value": 2 }]),
             json!([{ "op": "move", "from": "/a", "path": "/a/x" }]),
+            json!([{ "op": "move", "from": "/missing", "path": "/x" }]),
             json!([{ "op": "jump", "path": "/a" }]),
         ] {
             assert_eq!(patched(doc.clone(), bad.clone()), None, "{bad}");

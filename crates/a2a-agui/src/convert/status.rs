@@ -28,6 +28,14 @@ pub(super) enum Origin {
 impl<I: IdSource> Converter<I> {
     pub(super) fn on_task(&mut self, task: StatusView<'_>, out: &mut Vec<Event>) {
         self.run.saw_task = true;
+        // A stream that opens with the task replays what came before this
+        // turn: the client ran those tools already.
+        self.replaying = self.run.items_seen == 1;
+        self.on_task_snapshot(task, out);
+        self.replaying = false;
+    }
+
+    fn on_task_snapshot(&mut self, task: StatusView<'_>, out: &mut Vec<Event>) {
         self.snapshot_artifacts(task.artifacts, out);
         let state = task.status.state;
         let waiting = matches!(state, TaskState::InputRequired | TaskState::AuthRequired);

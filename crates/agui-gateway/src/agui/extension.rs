@@ -13,6 +13,9 @@ use serde_json::{Map, Value, json};
 /// The extension's URI, as the served card declares it.
 pub const URI: &str = "urn:agui-gateway:a2a-extension:agui-input:v1";
 
+/// What every key of the extension starts with.
+pub const KEY_PREFIX: &str = "x-agui-";
+
 /// Message metadata keys.
 pub mod key {
     pub const TOOLS: &str = "x-agui-tools";

@@ -8,6 +8,8 @@
 //! its context. `resume` answers interrupts: `resolved` sends the payload
 //! to the waiting task, `cancelled` cancels it.
 
+use std::collections::{HashMap, HashSet};
+
 use a2a_agui::{AguiVersion, ErrorCode, TaskState, agent_tool_call_id};
 use serde_json::{Map, Value};
 
@@ -89,8 +91,11 @@ pub struct RunRequest {
     pub activate: Vec<String>,
     /// Tools the client runs itself, by name.
     pub client_tools: Vec<String>,
-    /// Ids of the client messages this run sends: remembered once sent.
+    /// Ids of the client messages this run sends: remembered once the
+    /// agent took them.
     pub delivers: Vec<String>,
+    /// Ids of the interrupts this run answers: remembered likewise.
+    pub answers: Vec<String>,
 }
 
 fn invalid(message: impl Into<String>) -> ApiError {
@@ -178,28 +183,28 @@ impl RunInput {
     }
 
     /// The run's upstream call. `memory` is what this gateway remembers of
-    /// the thread (a waiting task, the message ids already sent).
+    /// the thread (a waiting task, the calls the client runs, what was sent).
     pub fn plan(self, memory: &ThreadMemory) -> Result<RunRequest, ApiError> {
         let agent_at = self
             .messages
             .iter()
             .rposition(|m| Role::of(m) == Role::Agent);
         let since = agent_at.map_or(0, |at| at + 1);
-        let new: Vec<&Value> = self.messages[since..]
+        let after = &self.messages[since..];
+        let calls = tool_calls(&self.messages);
+        let new: Vec<&Value> = after
             .iter()
-            .filter(|m| matches!(Role::of(m), Role::User | Role::Tool))
+            .filter(|m| match Role::of(m) {
+                Role::User => true,
+                // The agent's own results come back too (the client keeps
+                // every TOOL_CALL_RESULT as a tool message): not input.
+                Role::Tool => !shown_by_gateway(m, memory),
+                _ => false,
+            })
             .filter(|m| m["id"].as_str().is_none_or(|id| !memory.was_sent(id)))
             .collect();
-        let acts = self.forwarded_props.contains_key("a2uiAction");
-        if new.is_empty() && self.resume.is_empty() && !acts {
-            return Err(ApiError::bad_request(
-                ErrorCode::NoNewInput,
-                "nothing to send: no user or tool message after the agent's last message that was not sent already, and no resume",
-            ));
-        }
         let history = &self.messages[..since];
         let waiting = waiting_task(history).or_else(|| memory.waiting_task.clone());
-        let tool_names = tool_names(&self.messages);
 
         let mut parts = Vec::new();
         let mut delivers = Vec::new();
@@ -208,54 +213,65 @@ impl RunInput {
                 delivers.push(id.to_owned());
             }
             match Role::of(message) {
-                Role::Tool => parts.push(tool_message(message, &tool_names)?),
+                Role::Tool => parts.push(tool_message(message, &calls)?),
                 _ => parts.extend(parts::user_parts(message).map_err(invalid)?),
             }
         }
 
         // Resume: a tool_call interrupt is named by the call's id and
-        // answered by the tool message; any other by the task's id.
+        // answered by a tool message (or here, from its payload); any other
+        // by the waiting task's id. An answer is sent once.
+        let answered_calls: HashSet<&str> = after
+            .iter()
+            .filter(|m| Role::of(m) == Role::Tool)
+            .filter_map(|m| m["toolCallId"].as_str())
+            .collect();
         let mut task = waiting.clone();
         let mut cancel = None;
-        for entry in &self.resume {
-            let is_call = tool_names.iter().any(|(id, _)| *id == entry.interrupt_id);
-            let entry_task = if is_call {
-                waiting.clone()
-            } else {
-                Some(entry.interrupt_id.clone())
-            };
-            match entry.status {
-                ResumeStatus::Cancelled => {
-                    cancel = entry_task.or_else(|| Some(entry.interrupt_id.clone()));
+        let mut answers = Vec::new();
+        for entry in self
+            .resume
+            .iter()
+            .filter(|e| !memory.was_answered(&e.interrupt_id))
+        {
+            answers.push(entry.interrupt_id.clone());
+            let id = entry.interrupt_id.as_str();
+            match (entry.status, calls.get(id)) {
+                // The client answered the call in a tool message already.
+                (_, Some(_)) if answered_calls.contains(id) => {}
+                // Declining one tool call is its result, not the task's end.
+                (ResumeStatus::Cancelled, Some(name)) => parts.push(parts::tool_result(
+                    agent_tool_call_id(id),
+                    *name,
+                    "",
+                    Some("cancelled by the user"),
+                )),
+                (ResumeStatus::Resolved, Some(name)) => {
+                    let content = match &entry.payload {
+                        Some(Value::String(text)) => text.clone(),
+                        Some(other) => other.to_string(),
+                        None => String::new(),
+                    };
+                    parts.push(parts::tool_result(
+                        agent_tool_call_id(id),
+                        *name,
+                        &content,
+                        None,
+                    ));
                 }
-                ResumeStatus::Resolved => {
-                    let answered = new.iter().any(|m| {
-                        Role::of(m) == Role::Tool
-                            && m["toolCallId"].as_str() == Some(entry.interrupt_id.as_str())
-                    });
-                    if is_call && !answered {
-                        let content = match &entry.payload {
-                            Some(Value::String(text)) => text.clone(),
-                            Some(other) => other.to_string(),
-                            None => String::new(),
-                        };
-                        let name = tool_names
-                            .iter()
-                            .find(|(id, _)| *id == entry.interrupt_id)
-                            .and_then(|(_, name)| *name);
-                        let agent_id = agent_tool_call_id(&entry.interrupt_id);
-                        parts.push(parts::tool_result(agent_id, name, &content, None));
-                    } else if !is_call {
-                        parts.push(parts::resume_payload(
-                            &entry.interrupt_id,
-                            entry.payload.as_ref(),
-                        ));
-                    }
-                    if entry_task.is_some() {
-                        task = entry_task;
-                    }
+                (ResumeStatus::Cancelled, None) => cancel = Some(entry.interrupt_id.clone()),
+                (ResumeStatus::Resolved, None) => {
+                    parts.push(parts::resume_payload(id, entry.payload.as_ref()));
+                    task = Some(entry.interrupt_id.clone());
                 }
             }
+        }
+        let acts = self.forwarded_props.contains_key("a2uiAction");
+        if parts.is_empty() && cancel.is_none() && !acts {
+            return Err(ApiError::bad_request(
+                ErrorCode::NoNewInput,
+                "nothing to send: no user or tool message after the agent's last message that was not sent already, and no resume not answered already",
+            ));
         }
 
         let client_tools = self
@@ -277,13 +293,14 @@ impl RunInput {
                 Upstream::Send(message)
             }
         };
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = HashSet::new();
         activate.retain(|uri| seen.insert(uri.clone()));
         Ok(RunRequest {
             upstream,
             activate,
             client_tools,
             delivers,
+            answers,
         })
     }
 
@@ -302,15 +319,10 @@ impl RunInput {
             Some(Value::Object(metadata)) => metadata.clone(),
             Some(_) => return Err(invalid("forwardedProps.a2a.metadata must be an object")),
         };
+        // The extension's keys are the gateway's to write.
+        metadata.retain(|key, _| !key.starts_with(extension::KEY_PREFIX));
         if let Some(extensions) = a2a.as_ref().and_then(|a| a.get("extensions")) {
-            let list = extensions
-                .as_array()
-                .ok_or_else(|| invalid("forwardedProps.a2a.extensions must be an array of URIs"))?;
-            message.extensions = list
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect();
+            message.extensions = extension_uris(extensions)?;
         }
         let mut activate = message.extensions.clone();
         let carried = Carried {
@@ -325,7 +337,14 @@ impl RunInput {
                 .messages
                 .iter()
                 .filter(|m| Role::of(m) == Role::Instructions)
-                .map(|m| serde_json::json!({ "role": m["role"], "content": m["content"] }))
+                .map(|m| {
+                    let mut said = Map::new();
+                    said.insert("role".to_owned(), m["role"].clone());
+                    if !m["content"].is_null() {
+                        said.insert("content".to_owned(), m["content"].clone());
+                    }
+                    Value::Object(said)
+                })
                 .collect(),
             forwarded_props: props,
             resume: self.resume.iter().map(|r| r.raw.clone()).collect(),
@@ -333,7 +352,9 @@ impl RunInput {
         let mut request = Map::new();
         if carried.write(&self.thread_id, &self.run_id, &mut metadata, &mut request) {
             activate.push(extension::URI.to_owned());
-            message.extensions.push(extension::URI.to_owned());
+            if !message.extensions.iter().any(|e| e == extension::URI) {
+                message.extensions.push(extension::URI.to_owned());
+            }
         }
         if !metadata.is_empty() {
             message.metadata = Some(metadata);
@@ -350,6 +371,37 @@ impl RunInput {
     }
 }
 
+/// The A2A extensions a client asks for (`forwardedProps.a2a.extensions`):
+/// they go into a header list, so each must be a plain URI.
+fn extension_uris(value: &Value) -> Result<Vec<String>, ApiError> {
+    const MAX_EXTENSIONS: usize = 32;
+    const MAX_URI_BYTES: usize = 512;
+    let list = value
+        .as_array()
+        .filter(|list| list.len() <= MAX_EXTENSIONS)
+        .ok_or_else(|| {
+            invalid(format!(
+                "forwardedProps.a2a.extensions must be an array of at most {MAX_EXTENSIONS} URIs"
+            ))
+        })?;
+    let mut uris: Vec<String> = Vec::with_capacity(list.len());
+    for uri in list {
+        let uri = uri
+            .as_str()
+            .filter(|u| !u.is_empty() && u.len() <= MAX_URI_BYTES)
+            .filter(|u| u.bytes().all(|b| b.is_ascii_graphic() && b != b','))
+            .ok_or_else(|| {
+                invalid(format!(
+                    "forwardedProps.a2a.extensions: {uri} is not a URI of at most {MAX_URI_BYTES} visible ASCII characters without commas"
+                ))
+            })?;
+        if !uris.iter().any(|u| u == uri) {
+            uris.push(uri.to_owned());
+        }
+    }
+    Ok(uris)
+}
+
 /// A declared tool as the agent reads it: name, description, parameters.
 fn tool_declaration(tool: &Value) -> Value {
     let mut out = Map::new();
@@ -362,7 +414,10 @@ fn tool_declaration(tool: &Value) -> Value {
 }
 
 /// A `tool` message as a tool result for the agent's own call id.
-fn tool_message(message: &Value, names: &[(&str, Option<&str>)]) -> Result<OutgoingPart, ApiError> {
+fn tool_message(
+    message: &Value,
+    calls: &HashMap<&str, Option<&str>>,
+) -> Result<OutgoingPart, ApiError> {
     let shown = message["toolCallId"]
         .as_str()
         .filter(|id| !id.is_empty())
@@ -372,10 +427,7 @@ fn tool_message(message: &Value, names: &[(&str, Option<&str>)]) -> Result<Outgo
         Value::Null => String::new(),
         other => other.to_string(),
     };
-    let name = names
-        .iter()
-        .find(|(id, _)| *id == shown)
-        .and_then(|(_, name)| *name);
+    let name = calls.get(shown).copied().flatten();
     let error = message["error"].as_str();
     Ok(parts::tool_result(
         agent_tool_call_id(shown),
@@ -385,8 +437,9 @@ fn tool_message(message: &Value, names: &[(&str, Option<&str>)]) -> Result<Outgo
     ))
 }
 
-/// Every tool call in the history (as the client saw its id) and its name.
-fn tool_names(messages: &[Value]) -> Vec<(&str, Option<&str>)> {
+/// Every tool call in the history (its id as the client saw it) and its
+/// name.
+fn tool_calls(messages: &[Value]) -> HashMap<&str, Option<&str>> {
     messages
         .iter()
         .filter_map(|m| m["toolCalls"].as_array())
@@ -396,6 +449,24 @@ fn tool_names(messages: &[Value]) -> Vec<(&str, Option<&str>)> {
             Some((id, call.pointer("/function/name").and_then(Value::as_str)))
         })
         .collect()
+}
+
+/// A tool message the client made from the gateway's own `TOOL_CALL_RESULT`
+/// (the agent ran the tool): its id is the result's, `tool-result-<tag>-<n>`,
+/// with the run tag its call carries. A call the client runs never is.
+fn shown_by_gateway(message: &Value, memory: &ThreadMemory) -> bool {
+    let (Some(id), Some(call)) = (message["id"].as_str(), message["toolCallId"].as_str()) else {
+        return false;
+    };
+    if memory.is_pending_call(call) {
+        return false;
+    }
+    let tag = id
+        .strip_prefix("tool-result-")
+        .and_then(|rest| rest.rsplit_once('-'))
+        .map(|(tag, _)| tag)
+        .filter(|tag| !tag.is_empty());
+    tag.is_some_and(|tag| call.ends_with(&format!("~{tag}")) || call.contains(&format!("-{tag}-")))
 }
 
 /// The task the agent's last message said waits for input (the 1.0
@@ -448,25 +519,35 @@ mod tests {
                 "tools": [], "state": {}, "context": [], "forwardedProps": {} })
     }
 
+    fn marked(part: &OutgoingPart) -> &Value {
+        match part {
+            OutgoingPart::Marked { data, .. } => data,
+            other => panic!("a data part, not {other:?}"),
+        }
+    }
+
+    /// CopilotKit after running a frontend tool: no new user message; the
+    /// agent's own (server) tool result is in the history too.
+    fn after_tool_run() -> Value {
+        input(json!([
+            { "id": "u1", "role": "user", "content": "weather in Paris?" },
+            { "id": "a1", "role": "assistant", "content": "Let me see.", "toolCalls": [
+                { "id": "search~3f0a", "type": "function", "function": { "name": "web_search", "arguments": "{}" } },
+                { "id": "call-weather~3f0a", "type": "function",
+                  "function": { "name": "get_weather", "arguments": "{\"city\":\"Paris\"}" } }] },
+            { "id": "tool-result-3f0a-2", "role": "tool", "toolCallId": "search~3f0a", "content": "found" },
+            { "id": "t1", "role": "tool", "toolCallId": "call-weather~3f0a", "content": "{\"t\":21}" }
+        ]))
+    }
+
     #[test]
     fn a_tool_result_goes_back_as_a_tool_result_not_the_question_again() {
-        // CopilotKit after running a frontend tool: no new user message.
-        let request = plan(
-            input(json!([
-                { "id": "u1", "role": "user", "content": "weather in Paris?" },
-                { "id": "a1", "role": "assistant", "toolCalls": [{ "id": "call-weather~3f0a", "type": "function",
-                  "function": { "name": "get_weather", "arguments": "{\"city\":\"Paris\"}" } }] },
-                { "id": "t1", "role": "tool", "toolCallId": "call-weather~3f0a", "content": "{\"t\":21}" }
-            ])),
-            &ThreadMemory::default().waiting("task-1"),
-        )
-        .unwrap();
+        let request = plan(after_tool_run(), &ThreadMemory::default().waiting("task-1")).unwrap();
         let message = sent(&request);
         assert_eq!(message.task_id.as_deref(), Some("task-1"));
+        // The client's result only: the agent's own came from the gateway.
         assert_eq!(message.parts.len(), 1);
-        let OutgoingPart::Marked { data, .. } = &message.parts[0] else {
-            panic!("a tool result part");
-        };
+        let data = marked(&message.parts[0]);
         assert_eq!(data["tool_call_id"], "call-weather", "the agent's own id");
         assert_eq!(data["tool_name"], "get_weather");
         assert_eq!(data["content"], "{\"t\":21}");
@@ -485,7 +566,7 @@ mod tests {
         assert_eq!(err.code, ErrorCode::NoNewInput);
         // A message sent before (a retry, another tab) is not new either.
         let mut memory = ThreadMemory::default();
-        memory.remember_sent(&["u1".to_owned()]);
+        memory.remember_sent(&["u1".to_owned()], &[]);
         let retry = input(json!([{ "id": "u1", "role": "user", "content": "hi" }]));
         assert_eq!(
             plan(retry, &memory).unwrap_err().code,
@@ -494,34 +575,48 @@ mod tests {
     }
 
     #[test]
-    fn resume_resolved_sends_the_payload_to_the_waiting_task() {
+    fn resume_resolved_sends_the_payload_to_the_waiting_task_once() {
         let mut body = input(json!([
             { "id": "u1", "role": "user", "content": "weather?" },
             { "id": "a1", "role": "assistant", "content": "Which city?" }
         ]));
         body["resume"] = json!([{ "interruptId": "task-9", "status": "resolved", "payload": { "city": "Paris" } }]);
-        let request = plan(body, &ThreadMemory::default()).unwrap();
+        let request = plan(body.clone(), &ThreadMemory::default()).unwrap();
         let message = sent(&request);
         assert_eq!(message.task_id.as_deref(), Some("task-9"));
-        let OutgoingPart::Marked { data, .. } = &message.parts[0] else {
-            panic!("a data part");
-        };
-        assert_eq!(data, &json!({ "city": "Paris" }));
+        assert_eq!(marked(&message.parts[0]), &json!({ "city": "Paris" }));
         let metadata = message.metadata.as_ref().unwrap();
         assert_eq!(metadata[extension::key::RESUME][0]["interruptId"], "task-9");
         assert_eq!(request.activate, [extension::URI]);
+        // The same resume again (a retry) has nothing new.
+        let mut memory = ThreadMemory::default();
+        memory.remember_sent(&request.delivers, &request.answers);
+        assert_eq!(plan(body, &memory).unwrap_err().code, ErrorCode::NoNewInput);
     }
 
     #[test]
-    fn resume_cancelled_cancels_the_task() {
+    fn resume_cancelled_cancels_the_task_but_declines_only_a_tool_call() {
         let mut body = input(json!([{ "id": "u1", "role": "user", "content": "weather?" }]));
         body["resume"] = json!([{ "interruptId": "task-9", "status": "cancelled" }]);
         let mut memory = ThreadMemory::default();
-        memory.remember_sent(&["u1".to_owned()]);
+        memory.remember_sent(&["u1".to_owned()], &[]);
         let request = plan(body, &memory).unwrap();
         assert!(
             matches!(request.upstream, Upstream::Cancel { ref task, then: None } if task == "task-9")
         );
+        // A tool_call interrupt names the call: declining it is its result.
+        let mut body = input(json!([
+            { "id": "u1", "role": "user", "content": "weather?" },
+            { "id": "a1", "role": "assistant", "toolCalls": [{ "id": "call-weather~3f0a", "type": "function",
+              "function": { "name": "get_weather", "arguments": "{}" } }] }
+        ]));
+        body["resume"] = json!([{ "interruptId": "call-weather~3f0a", "status": "cancelled" }]);
+        let request = plan(body, &ThreadMemory::default().waiting("task-1")).unwrap();
+        let message = sent(&request);
+        assert_eq!(message.task_id.as_deref(), Some("task-1"));
+        let data = marked(&message.parts[0]);
+        assert_eq!(data["tool_call_id"], "call-weather");
+        assert_eq!(data["is_error"], true);
     }
 
     #[test]
@@ -535,12 +630,18 @@ mod tests {
             "tools": [{ "name": "get_weather", "description": "d", "parameters": { "type": "object" } }],
             "state": { "city": "Paris" },
             "context": [{ "description": "user", "value": "Ada" }],
-            "forwardedProps": { "theme": "dark", "a2a": { "metadata": { "device": "phone" } } }
+            "forwardedProps": { "theme": "dark", "a2a": { "metadata": {
+                "device": "phone", "x-agui-run": { "runId": "forged" } } } }
         });
         let request = plan(body, &ThreadMemory::default()).unwrap();
         let message = sent(&request);
         let metadata = message.metadata.as_ref().unwrap();
         assert_eq!(metadata["device"], "phone");
+        assert_eq!(
+            metadata[extension::key::RUN]["runId"],
+            "r1",
+            "the client cannot write the extension's keys"
+        );
         assert_eq!(metadata[extension::key::TOOLS][0]["name"], "get_weather");
         assert_eq!(metadata[extension::key::STATE], json!({ "city": "Paris" }));
         assert_eq!(metadata[extension::key::CONTEXT][0]["value"], "Ada");
@@ -564,29 +665,50 @@ mod tests {
         );
     }
 
+    #[test]
+    fn extension_uris_that_cannot_be_a_header_list_are_refused() {
+        for bad in [
+            json!(["a,b"]),
+            json!(["a\nb"]),
+            json!([""]),
+            json!([1]),
+            json!(vec!["u"; 33]),
+        ] {
+            let mut body = input(json!([{ "id": "u1", "role": "user", "content": "hi" }]));
+            body["forwardedProps"] = json!({ "a2a": { "extensions": bad } });
+            let err = plan(body, &ThreadMemory::default()).unwrap_err();
+            assert_eq!(err.code, ErrorCode::InvalidRunInput, "{bad}");
+        }
+    }
+
     /// One step of a random conversation.
     #[derive(Debug, Clone)]
     enum Step {
-        /// The user types (1 or 2 messages).
+        /// The user types (1 or 2 messages), then the client runs.
         User(u8),
-        /// The agent answers (text, or calls to a client tool).
-        Agent { calls: u8 },
-        /// The run failed before the agent said anything.
-        Nothing,
+        /// The agent answers: text, calls of its own tools (with results the
+        /// client keeps as tool messages), calls of the client's tools.
+        Agent { server: u8, client: u8 },
+        /// The client runs again without adding anything (a retry).
+        Again,
+        /// The run's upstream call fails before the agent took it.
+        Lost,
     }
 
     fn step() -> impl Strategy<Value = Step> {
         prop_oneof![
             3 => (1u8..=2).prop_map(Step::User),
-            3 => (0u8..=2).prop_map(|calls| Step::Agent { calls }),
-            1 => Just(Step::Nothing),
+            3 => (0u8..=2, 0u8..=2).prop_map(|(server, client)| Step::Agent { server, client }),
+            1 => Just(Step::Again),
+            1 => Just(Step::Lost),
         ]
     }
 
     proptest! {
         /// Whatever the conversation, a client sending its whole history on
-        /// every run never gets a message sent upstream twice, and every
-        /// message it added reaches the agent.
+        /// every run never gets a message sent upstream twice, never has the
+        /// agent's own tool results sent back as its own, and every message
+        /// it added reaches the agent.
         #[test]
         fn no_message_is_sent_twice(steps in prop::collection::vec(step(), 1..24)) {
             let mut history: Vec<Value> = Vec::new();
@@ -595,6 +717,7 @@ mod tests {
             let mut added: Vec<String> = Vec::new();
             let mut pending_calls: Vec<String> = Vec::new();
             for (n, step) in steps.iter().enumerate() {
+                let lost = matches!(step, Step::Lost);
                 match step {
                     Step::User(count) => {
                         // Results of the client's tools come first, as CopilotKit adds them.
@@ -609,33 +732,57 @@ mod tests {
                             added.push(id);
                         }
                     }
-                    Step::Agent { calls } => {
-                        let calls: Vec<Value> = (0..*calls)
-                            .map(|c| json!({ "id": format!("call-{n}-{c}~ab"), "type": "function",
-                                              "function": { "name": "get_weather", "arguments": "{}" } }))
-                            .collect();
-                        pending_calls = calls.iter().map(|c| c["id"].as_str().unwrap().to_owned()).collect();
+                    Step::Agent { server, client } => {
+                        let tag = format!("{n:04x}");
+                        let call = |c: u8, name: &str| json!({ "id": format!("{name}-{c}~{tag}"), "type": "function",
+                            "function": { "name": name, "arguments": "{}" } });
+                        let mut calls: Vec<Value> = (0..*server).map(|c| call(c, "search")).collect();
+                        calls.extend((0..*client).map(|c| call(c, "get_weather")));
                         history.push(json!({ "id": format!("agent-{n}"), "role": "assistant",
                                              "content": "ok", "toolCalls": calls }));
+                        for c in 0..*server {
+                            history.push(json!({ "id": format!("tool-result-{tag}-{c}"), "role": "tool",
+                                                 "toolCallId": format!("search-{c}~{tag}"), "content": "found" }));
+                        }
+                        pending_calls = (0..*client).map(|c| format!("get_weather-{c}~{tag}")).collect();
+                        let waiting = memory.waiting_task.clone();
+                        memory = memory_after(memory, waiting.as_deref(), &pending_calls);
                         continue;
                     }
-                    Step::Nothing => {}
+                    Step::Again | Step::Lost => {}
                 }
                 let body = json!({ "threadId": "th", "runId": format!("r{n}"), "messages": history });
                 match parse(body.to_string().as_bytes()).unwrap().plan(&memory) {
                     Ok(request) => {
                         for id in &request.delivers {
+                            prop_assert!(!id.starts_with("tool-result-"), "the agent's own result {id} sent back");
                             prop_assert!(!delivered.contains(id), "{id} sent twice");
                         }
-                        memory.remember_sent(&request.delivers);
-                        delivered.extend(request.delivers);
+                        if !lost {
+                            memory.remember_sent(&request.delivers, &request.answers);
+                            delivered.extend(request.delivers);
+                        }
                     }
                     Err(err) => prop_assert_eq!(err.code, ErrorCode::NoNewInput),
                 }
+            }
+            // A last run delivers whatever a lost one left behind.
+            let body = json!({ "threadId": "th", "runId": "last", "messages": history });
+            if let Ok(request) = parse(body.to_string().as_bytes()).unwrap().plan(&memory) {
+                delivered.extend(request.delivers);
             }
             for id in &added {
                 prop_assert!(delivered.contains(id), "{id} never sent");
             }
         }
+    }
+
+    /// The memory after a run that ended on these client calls.
+    fn memory_after(memory: ThreadMemory, task: Option<&str>, calls: &[String]) -> ThreadMemory {
+        let threads = crate::state::Threads::default();
+        let key = crate::state::ThreadKey::new("a", "c", "th");
+        threads.restore(key, memory);
+        threads.ended(key, task, calls);
+        threads.get(key)
     }
 }

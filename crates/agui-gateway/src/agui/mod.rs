@@ -23,7 +23,7 @@ mod parts;
 
 use std::sync::Arc;
 
-use a2a_agui::{Event, Options, RunState, TaskState};
+use a2a_agui::{ErrorCode, Event, Options, RunState, TaskState};
 use axum::body::Bytes;
 use axum::response::Response;
 
@@ -32,7 +32,7 @@ use crate::error::ApiError;
 use crate::outbound::{self, Forwarded};
 use crate::random::random_u64;
 use crate::relay::{self, Conversion};
-use crate::state::SharedState;
+use crate::state::{SharedState, ThreadKey};
 use crate::upstream::{Agent, OutgoingMessage};
 
 /// Reads a `RunAgentInput` as a first run of its thread would see it: the
@@ -53,33 +53,28 @@ pub async fn run(
     let input = input::parse(&body)?;
     // The memory is per agent and per caller: a thread id known to
     // another caller must not hand it this caller's task.
-    let thread = format!("{}\u{1f}{scope}\u{1f}{}", agent.name(), input.thread_id);
+    let thread = ThreadKey::new(agent.name(), &scope, &input.thread_id);
     let (thread_id, run_id, version) =
         (input.thread_id.clone(), input.run_id.clone(), input.version);
     let shared_state = input.shared_state();
-    let plan = input.plan(&state.threads.get(&thread))?;
+    let plan = input.plan(&state.threads.get(thread))?;
     let RunRequest {
         upstream,
         activate,
         client_tools,
         delivers,
+        answers,
     } = plan;
-    if !client_tools.is_empty() {
-        tracing::debug!(
-            agent = agent.name(),
-            tools = client_tools.len(),
-            "client declared tools"
-        );
-    }
 
     let memory = state.clone();
-    let memory_thread = thread.clone();
-    let on_sent = move || memory.threads.sent(&memory_thread, &delivers);
+    let on_delivered = move || memory.threads.sent(thread, &delivers, &answers);
     let memory = state.clone();
     let on_end = move |event: &Event, task: Option<&str>| {
-        memory
-            .threads
-            .set_waiting(&thread, task.filter(|_| waits(event)));
+        if let Some((waiting, pending)) = left_waiting(event) {
+            memory
+                .threads
+                .ended(thread, task.filter(|_| waiting), pending);
+        }
     };
     let conversion = Conversion {
         options: Options {
@@ -93,7 +88,7 @@ pub async fn run(
         // This endpoint has no query to choose from: the agent's format.
         format: agent.config.format,
         on_end: Some(Box::new(on_end)),
-        on_sent: Some(Box::new(on_sent)),
+        on_delivered: Some(Box::new(on_delivered)),
     };
     let rpc_id = format!("agui-{run_id}-{:x}", random_u64());
     let send = |mut message: OutgoingMessage| {
@@ -127,21 +122,38 @@ pub async fn run(
     .await
 }
 
-/// A run that leaves its task waiting for the client: for input, or for
-/// the results of the client's tools (the task is not over).
-fn waits(event: &Event) -> bool {
-    let Event::RunFinished {
-        result: Some(result),
-        ..
-    } = event
-    else {
-        return false;
-    };
-    let open = !matches!(
-        result.state,
-        Some(RunState::Task(
-            TaskState::Completed | TaskState::Canceled | TaskState::Failed | TaskState::Rejected
-        ))
-    );
-    result.is_waiting() || (result.pending_tool_call_ids.is_some() && open)
+/// How a run left its task, for the thread's memory: whether the task
+/// waits for the client (for input, or for the results of the client's
+/// tools), and the calls it waits on. `None` leaves the memory as it was:
+/// a run that failed on the way (the upstream dropped, timed out) did not
+/// end the task; only the agent saying so does.
+fn left_waiting(event: &Event) -> Option<(bool, &[String])> {
+    match event {
+        Event::RunFinished { result, .. } => {
+            let Some(result) = result else {
+                return Some((false, &[]));
+            };
+            let open = !matches!(
+                result.state,
+                Some(RunState::Task(
+                    TaskState::Completed
+                        | TaskState::Canceled
+                        | TaskState::Failed
+                        | TaskState::Rejected
+                ))
+            );
+            let pending = result.pending_tool_call_ids.as_deref().unwrap_or_default();
+            Some((
+                result.is_waiting() || (!pending.is_empty() && open),
+                pending,
+            ))
+        }
+        Event::RunError { code, .. } => {
+            let ended = [ErrorCode::TaskFailed, ErrorCode::TaskRejected]
+                .iter()
+                .any(|c| code.as_deref() == Some(c.as_str()));
+            ended.then_some((false, &[][..]))
+        }
+        _ => None,
+    }
 }
