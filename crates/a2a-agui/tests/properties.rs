@@ -218,6 +218,11 @@ fn delegated_or_state() -> impl Strategy<Value = Value> {
             a["taskId"] = json!("t2");
             a
         }),
+        message().prop_map(|mut m| {
+            m["kind"] = json!("message");
+            m["referenceTaskIds"] = json!(["t2", "t3", "t1"]);
+            m
+        }),
         prop_oneof![
             Just(json!({ "type": "agui-state-snapshot", "snapshot": { "k": 1 } })),
             Just(

@@ -150,6 +150,13 @@ impl<I: IdSource> Converter<I> {
             out.push(raw(Value::Object(echo.clone())));
             return;
         }
+        // A message naming tasks it delegated to: each a sub-agent.
+        let own = self.run.task_id.clone();
+        for task in message.reference_task_ids.iter().filter_map(Value::as_str) {
+            if !task.is_empty() && own.as_deref() != Some(task) {
+                self.subagents.start(task, out);
+            }
+        }
         let message_id = message.message_id;
         if origin == Origin::Stream {
             self.run.saw_agent_message = true;

@@ -1,5 +1,6 @@
 //! Delegated tasks: items of another task than the run's own (an agent
-//! streaming what a sub-agent does). Their states never end the run; a 1.0
+//! streaming what a sub-agent does), and tasks an agent message names in
+//! `referenceTaskIds`. Their states never end the run; a 1.0
 //! client sees each as a sub-agent (`SUBAGENT_STARTED`, then
 //! `SUBAGENT_FINISHED` or `SUBAGENT_ERROR`), an older one as `a2a.status`
 //! notices naming the task.
@@ -34,7 +35,7 @@ impl Subagents {
         }
     }
 
-    fn start(&mut self, task: &str, out: &mut Vec<Event>) {
+    pub(super) fn start(&mut self, task: &str, out: &mut Vec<Event>) {
         if !self.enabled || self.started.contains(task) || self.started.len() >= MAX_TRACKED {
             return;
         }

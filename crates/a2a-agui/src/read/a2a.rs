@@ -171,6 +171,10 @@ pub(crate) fn message_view(message: &Object) -> MessageView<'_> {
         parts: Parts::Values(message_parts(message)),
         metadata: metadata(message),
         state_delta: adk::state_delta(metadata(message)),
+        reference_task_ids: message
+            .get("referenceTaskIds")
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice),
     }
 }
 

@@ -86,7 +86,7 @@ impl<'de> serde::de::Visitor<'de> for Level<'_, 'de> {
                 "parts" => node.parts = map.next_value()?,
                 "metadata" => node.metadata = map.next_value()?,
                 "error" | "status" | "task" | "statusUpdate" | "type" | "content" | "result"
-                | "artifactUpdate" | "message" => {
+                | "artifactUpdate" | "message" | "referenceTaskIds" => {
                     node.lenient_only = true;
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -187,6 +187,7 @@ impl FastItem<'_> {
                 parts: Parts::Plain(node.parts.as_deref().unwrap_or(&[])),
                 metadata: None,
                 state_delta: None,
+                reference_task_ids: &[],
             }),
         }
     }

@@ -115,6 +115,8 @@ pub(crate) struct MessageView<'a> {
     pub metadata: Option<&'a Object>,
     /// Changes to the shared state (ADK's `stateDelta`).
     pub state_delta: Option<&'a Object>,
+    /// Tasks the message refers to (`referenceTaskIds`): work delegated.
+    pub reference_task_ids: &'a [Value],
 }
 
 impl MessageView<'_> {
