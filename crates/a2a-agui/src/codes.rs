@@ -106,6 +106,9 @@ error_codes! {
     InvalidRequest = "INVALID_REQUEST", Client;
     /// The body is not a usable AG-UI `RunAgentInput`.
     InvalidRunInput = "INVALID_RUN_INPUT", Client;
+    /// A reconnect (`Last-Event-ID`) names an event the gateway does not
+    /// keep: the run cannot be continued from it.
+    RunNotResumable = "RUN_NOT_RESUMABLE", Gateway;
     /// A `RunAgentInput` with nothing the agent has not had: no message
     /// after the agent's last one that was not sent already, and no `resume`.
     NoNewInput = "NO_NEW_INPUT", Client;

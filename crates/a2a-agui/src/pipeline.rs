@@ -18,6 +18,28 @@ pub struct StreamConverter<I = SequentialIds> {
     parser: SseParser,
     encoder: Encoder,
     events: Vec<Event>,
+    ids: Option<EventIds>,
+}
+
+/// SSE `id:` lines for every frame: `<run key>.<n>`, `n` counting from 1.
+/// A client that lost the stream names the last id it got.
+#[derive(Debug)]
+struct EventIds {
+    run_key: String,
+    last: u64,
+    /// Frames of one event before their ids (Hector writes several).
+    scratch: Vec<u8>,
+}
+
+impl EventIds {
+    fn write_id(&mut self, out: &mut Vec<u8>) {
+        self.last += 1;
+        out.extend_from_slice(b"id: ");
+        out.extend_from_slice(self.run_key.as_bytes());
+        out.push(b'.');
+        crate::encode::push_decimal(out, self.last);
+        out.push(b'\n');
+    }
 }
 
 impl<I: IdSource> StreamConverter<I> {
@@ -29,7 +51,24 @@ impl<I: IdSource> StreamConverter<I> {
             parser: SseParser::new(max_event_bytes),
             encoder: Encoder::new(format),
             events: Vec::new(),
+            ids: None,
         }
+    }
+
+    /// Every frame written from now on carries `id: <run_key>.<n>`. The
+    /// key must be a token (no white space, no `.`): it names the run.
+    pub fn with_event_ids(mut self, run_key: impl Into<String>) -> Self {
+        self.ids = Some(EventIds {
+            run_key: run_key.into(),
+            last: 0,
+            scratch: Vec::new(),
+        });
+        self
+    }
+
+    /// The number of the last frame written with an id (0 before any).
+    pub fn last_event_number(&self) -> u64 {
+        self.ids.as_ref().map_or(0, |ids| ids.last)
     }
 
     /// The state machine (for the run's ids).
@@ -124,8 +163,30 @@ impl<I: IdSource> StreamConverter<I> {
     }
 
     fn encode(&mut self, now_ms: Option<u64>, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        let Some(ids) = &mut self.ids else {
+            for event in &self.events {
+                self.encoder.encode(event, now_ms, out)?;
+            }
+            return Ok(());
+        };
         for event in &self.events {
-            self.encoder.encode(event, now_ms, out)?;
+            if matches!(self.encoder, Encoder::Agui) {
+                // One frame per event: its id first, no copy.
+                ids.write_id(out);
+                self.encoder.encode(event, now_ms, out)?;
+                continue;
+            }
+            // Hector writes zero, one or several frames per event; each
+            // gets its own id. Frames end with a blank line and hold none
+            // (compact JSON, names without line breaks).
+            ids.scratch.clear();
+            self.encoder.encode(event, now_ms, &mut ids.scratch)?;
+            let scratch = std::mem::take(&mut ids.scratch);
+            for frame in split_frames(&scratch) {
+                ids.write_id(out);
+                out.extend_from_slice(frame);
+            }
+            ids.scratch = scratch;
         }
         Ok(())
     }
@@ -162,5 +223,72 @@ pub fn looks_like_sse(input: &[u8]) -> bool {
     match input.iter().position(|b| !b.is_ascii_whitespace()) {
         Some(start) => !matches!(input[start], b'{' | b'['),
         None => false,
+    }
+}
+
+/// Encoded SSE frames, each with the blank line that ends it.
+fn split_frames(mut rest: &[u8]) -> impl Iterator<Item = &[u8]> {
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = rest
+            .windows(2)
+            .position(|w| w == b"\n\n")
+            .map_or(rest.len(), |at| at + 2);
+        let (frame, tail) = rest.split_at(end);
+        rest = tail;
+        Some(frame)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BODY: &str = concat!(
+        "data: {\"kind\":\"task\",\"id\":\"t1\",\"contextId\":\"c1\",\"status\":{\"state\":\"working\"}}\n\n",
+        "data: {\"kind\":\"artifact-update\",\"taskId\":\"t1\",\"contextId\":\"c1\",\"lastChunk\":true,",
+        "\"artifact\":{\"artifactId\":\"a\",\"parts\":[{\"kind\":\"text\",\"text\":\"hi\"}]}}\n\n",
+        "data: {\"kind\":\"status-update\",\"taskId\":\"t1\",\"contextId\":\"c1\",\"final\":true,\"status\":{\"state\":\"completed\"}}\n\n",
+    );
+
+    /// Every frame of a converted body, with its id line.
+    fn frames(format: OutputFormat) -> Vec<String> {
+        let mut stream = StreamConverter::new(
+            Options::default(),
+            SequentialIds::default(),
+            format,
+            DEFAULT_MAX_EVENT_BYTES,
+        )
+        .with_event_ids("k7");
+        let mut out = Vec::new();
+        stream.feed_sse(BODY.as_bytes(), Some(1), &mut out).unwrap();
+        stream.finish(StreamEnd::Eof, Some(2), &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let frames: Vec<String> = text.split_terminator("\n\n").map(str::to_owned).collect();
+        assert_eq!(stream.last_event_number(), frames.len() as u64);
+        frames
+    }
+
+    #[test]
+    fn every_frame_carries_the_next_id_in_both_formats() {
+        for format in [OutputFormat::Agui, OutputFormat::Hector] {
+            let frames = frames(format);
+            assert!(frames.len() > 3, "{format:?}: {frames:?}");
+            for (n, frame) in frames.iter().enumerate() {
+                let first = frame.lines().next().unwrap();
+                assert_eq!(first, format!("id: k7.{}", n + 1), "{format:?}: {frame}");
+                assert_eq!(frame.lines().filter(|l| l.starts_with("id:")).count(), 1);
+                assert!(frame.lines().any(|l| l.starts_with("data: ")), "{frame}");
+            }
+        }
+    }
+
+    #[test]
+    fn without_a_run_key_frames_carry_no_ids() {
+        let out =
+            convert_recording(BODY.as_bytes(), Options::default(), OutputFormat::Agui).unwrap();
+        assert!(!String::from_utf8(out).unwrap().contains("id:"));
     }
 }

@@ -159,6 +159,8 @@ pub fn card(agent: &Agent, path: &str, forwarded: &Forwarded) -> Result<RequestB
 /// client, says what it accepts, and asks for no compression (the
 /// converter needs plain bytes).
 fn converted(headers: &mut HeaderMap) {
+    // The client's place in the gateway's stream, not in the agent's.
+    headers.remove("last-event-id");
     headers.insert(header::ACCEPT, HeaderValue::from_static(CONVERTED_ACCEPT));
     headers.insert(
         header::ACCEPT_ENCODING,

@@ -15,7 +15,7 @@ use a2a_agui::{
     ErrorCode, Event, Options, OutputFormat, SequentialIds, StreamConverter, StreamEnd,
 };
 use axum::body::Body;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
@@ -312,6 +312,20 @@ impl Drop for RelayState {
     }
 }
 
+/// A reconnect: the client names the last event it got (`Last-Event-ID`).
+/// Runs are not journaled yet, so no id can be continued from: a clear
+/// 410 before any upstream call, never a second run of the same request.
+pub fn refuse_resume(headers: &HeaderMap) -> Result<(), ApiError> {
+    match headers.get("last-event-id") {
+        None => Ok(()),
+        Some(_) => Err(ApiError::new(
+            StatusCode::GONE,
+            ErrorCode::RunNotResumable,
+            "the gateway keeps no events to resume from: start a new run (without Last-Event-ID)",
+        )),
+    }
+}
+
 /// Tells the upstream to cancel a task (whose client went away, or whose
 /// interrupt the client cancelled).
 pub async fn send_cancel(agent: &Agent, forwarded: &Forwarded, task: &str) {
@@ -338,7 +352,9 @@ fn relay(
         SequentialIds::tagged(format!("{:012x}", random_u64() >> 16)),
         run.conversion.format,
         run.max_event_bytes,
-    );
+    )
+    // Every frame names the run and its place in it (SSE `id:`).
+    .with_event_ids(format!("{:016x}", random_u64()));
     let idle_timeout = run.agent.config.idle_timeout;
     let first_deadline = Instant::now() + run.keepalive.min(idle_timeout);
     let mut state = RelayState {

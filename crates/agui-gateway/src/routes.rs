@@ -157,6 +157,7 @@ async fn agui_run(
 ) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
     edge::allowed(&state, &parts.extensions, &agent)?;
+    relay::refuse_resume(&parts.headers)?;
     let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get());
     let body = read_body(&state, body).await?;
     let scope = edge::scope(&parts.extensions);
@@ -257,6 +258,7 @@ async fn proxy(
     }
     let seed = match negotiate(&parts.method, &path, &body)? {
         Negotiated::RunAgentInput => {
+            relay::refuse_resume(&parts.headers)?;
             let scope = edge::scope(&parts.extensions);
             return agui::run(state, agent, forwarded, scope, body).await;
         }
@@ -267,6 +269,7 @@ async fn proxy(
         Negotiated::Forward => None,
         Negotiated::Build(message) => Some(message),
     };
+    relay::refuse_resume(&parts.headers)?;
     state.metrics.count_request("negotiated");
     let conversion = Conversion {
         options: Options {

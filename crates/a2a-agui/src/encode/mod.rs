@@ -68,7 +68,7 @@ pub fn write_agui_frame(
 
 /// Appends `n` in decimal: every event carries a timestamp, and
 /// `to_string` would allocate a `String` per event for it.
-fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {

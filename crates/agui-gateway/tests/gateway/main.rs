@@ -8,6 +8,7 @@
 mod auth;
 mod edge;
 mod frameworks;
+mod ids;
 mod input;
 mod limits;
 mod matrix;

@@ -1,7 +1,8 @@
 //! The README's examples print what the README shows: every ```console
 //! block's `$ curl …` runs against `agui-gateway demo` and its output is
-//! compared with the block. Random run prefixes in ids and timestamps are
-//! normalised; a `...` line stands for any number of lines.
+//! compared with the block. Random run prefixes in ids, the run key in
+//! event ids and timestamps are normalised; a `...` line stands for any
+//! number of lines.
 
 use std::process::Command;
 
@@ -40,6 +41,13 @@ fn examples(readme: &str) -> Vec<Example> {
 /// Replaces what differs between runs: `"timestamp":<ms>` and the random
 /// per-run prefix in minted ids (`msg-<12 hex>-4`).
 fn normalise(line: &str) -> String {
+    // An event id names its run with a random key: `id: <16 hex>.<n>`.
+    if let Some((key, n)) = line.strip_prefix("id: ").and_then(|id| id.split_once('.'))
+        && key.len() == 16
+        && key.bytes().all(|b| b.is_ascii_hexdigit())
+    {
+        return format!("id: RUN.{n}");
+    }
     let mut out = String::with_capacity(line.len());
     let mut rest = line;
     while let Some(at) = rest.find("\"timestamp\":") {
