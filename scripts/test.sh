@@ -12,16 +12,20 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 passed=0
 failed=0
 failures=()
+timings=()
 step() {
     local name=$1
     shift
     printf '\n==> %s\n' "$name"
+    local started=$SECONDS
     if "$@"; then
         passed=$((passed + 1))
     else
         failed=$((failed + 1))
         failures+=("$name")
     fi
+    # Where the time goes: CI has a budget (README), and every step counts.
+    timings+=("$(printf '%5ds  %s' $((SECONDS - started)) "$name")")
 }
 
 recordings=$(mktemp -d)
@@ -51,7 +55,9 @@ step "load tools smoke test (not timed)" bash bench/smoke.sh
 step "deploy/ checks (hadolint, kubernetes-validate, check-config)" bash deploy/check.sh
 step "fuzz targets, 30 s each (URL builder, SSE + converter, request readers)" bash scripts/fuzz.sh 30
 
-printf '\n'
+printf '\nstep times:\n'
+printf '  %s\n' "${timings[@]}"
+printf 'total: %ds\n\n' "$SECONDS"
 for name in "${failures[@]}"; do
     printf 'FAILED: %s\n' "$name"
 done
