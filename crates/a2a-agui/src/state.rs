@@ -59,6 +59,14 @@ impl TaskState {
         }
     }
 
+    /// True once the task is over: completed, canceled, failed, rejected.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            TaskState::Completed | TaskState::Canceled | TaskState::Failed | TaskState::Rejected
+        )
+    }
+
     /// True for every state in which the agent stops talking: final
     /// states and the ones waiting for the user.
     pub fn ends_turn(self) -> bool {

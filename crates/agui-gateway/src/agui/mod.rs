@@ -23,7 +23,7 @@ mod parts;
 
 use std::sync::Arc;
 
-use a2a_agui::{ErrorCode, Event, Options, RunState, TaskState};
+use a2a_agui::{ErrorCode, Event, Options, RunState};
 use axum::body::Bytes;
 use axum::response::Response;
 
@@ -33,7 +33,7 @@ use crate::outbound::{self, Forwarded};
 use crate::random::random_u64;
 use crate::relay::{self, Conversion};
 use crate::state::{SharedState, ThreadKey};
-use crate::upstream::{Agent, OutgoingMessage};
+use crate::upstream::Agent;
 
 /// Reads a `RunAgentInput` as a first run of its thread would see it: the
 /// checks every body goes through (for the fuzz target and tests).
@@ -91,13 +91,7 @@ pub async fn run(
         on_delivered: Some(Box::new(on_delivered)),
     };
     let rpc_id = format!("agui-{run_id}-{:x}", random_u64());
-    let send = |mut message: OutgoingMessage| {
-        // Minted per request: a resumed run repeats its run id.
-        message.message_id = format!("agui-{:016x}", random_u64());
-        let (agent, headers, activate, rpc_id) = (&agent, &headers, &activate, &rpc_id);
-        async move { Ok(outbound::build(agent, headers, &message, rpc_id, activate).await) }
-    };
-    let message = match upstream {
+    let mut message = match upstream {
         Upstream::Send(message) => message,
         // Cancelled, and nothing else to say: the run is the cancel's answer.
         Upstream::Cancel { task, then: None } => {
@@ -112,14 +106,11 @@ pub async fn run(
             message
         }
     };
-    relay::open(
-        &state,
-        agent.clone(),
-        headers.clone(),
-        send(message),
-        conversion,
-    )
-    .await
+    // Minted per request: a resumed run repeats its run id.
+    message.message_id = format!("agui-{:016x}", random_u64());
+    let request =
+        async { Ok(outbound::build(&agent, &headers, &message, &rpc_id, &activate).await) };
+    relay::open(&state, agent.clone(), headers.clone(), request, conversion).await
 }
 
 /// How a run left its task, for the thread's memory: whether the task
@@ -133,15 +124,7 @@ fn left_waiting(event: &Event) -> Option<(bool, &[String])> {
             let Some(result) = result else {
                 return Some((false, &[]));
             };
-            let open = !matches!(
-                result.state,
-                Some(RunState::Task(
-                    TaskState::Completed
-                        | TaskState::Canceled
-                        | TaskState::Failed
-                        | TaskState::Rejected
-                ))
-            );
+            let open = !matches!(result.state, Some(RunState::Task(state)) if state.is_final());
             let pending = result.pending_tool_call_ids.as_deref().unwrap_or_default();
             Some((
                 result.is_waiting() || (!pending.is_empty() && open),

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{agent, client, gateway_for};
+use crate::support::{agent, client, gateway_for, received_by};
 
 /// The `id:` values of an SSE body, checked: one per frame, one run key,
 /// numbers 1, 2, 3, …; returns the key.
@@ -83,14 +83,7 @@ async fn every_converted_frame_carries_an_increasing_id_and_a_reconnect_is_refus
         let error: Value = refused.json().await.unwrap();
         assert_eq!(error["error"]["code"], "RUN_NOT_RESUMABLE");
     }
-    let received: Vec<Value> = client()
-        .get(format!("{}/received", agent.url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let received = received_by(&agent).await;
     assert!(
         !received.iter().any(|m| m["contextId"] == "ids-3"),
         "{received:?}"

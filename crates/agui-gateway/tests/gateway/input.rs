@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 
 use crate::edge::write_config;
-use crate::support::{Process, agent, client, gateway, gateway_for, repo_root};
+use crate::support::{Process, agent, client, gateway, gateway_for, received_by, repo_root};
 
 const TOOL_RESULT: &str = r#"{"temperature":21,"city":"Paris"}"#;
 
@@ -33,14 +33,7 @@ fn flow(client: &str, url: &str, flow: &str) -> Value {
 
 /// What the agent received in one thread, in order (messages and cancels).
 async fn received(agent: &Process, thread: &str) -> Vec<Value> {
-    let all: Vec<Value> = client()
-        .get(format!("{}/received", agent.url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let all = received_by(agent).await;
     let tasks: Vec<String> = all
         .iter()
         .filter(|m| m["contextId"] == thread)

@@ -195,32 +195,14 @@ async fn passthrough_call(gw: &Process, scenario: &str) -> reqwest::Response {
 
 #[tokio::test]
 async fn passthrough_streams_count_under_max_streams_and_a_slow_body_gets_408() {
-    use futures::StreamExt;
     let (addr, _fake) = fake_upstream().await;
     let gw = gateway_for(
         &format!("http://{addr}/"),
         &["--max-streams", "1", "--request-body-timeout-secs", "1"],
     );
     // A passed-through stream holds the one place.
-    let first = passthrough_call(&gw, "endless").await;
-    assert_eq!(first.status(), 200);
-    let mut first = first.bytes_stream();
-    first.next().await.unwrap().unwrap();
-    let busy = passthrough_call(&gw, "fixed").await;
-    assert_eq!(busy.status(), 503);
-    let json: Value = busy.json().await.unwrap();
-    assert_eq!(json["error"]["code"], "GATEWAY_BUSY");
-    drop(first);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let again = passthrough_call(&gw, "fixed").await;
-        if again.status() == 200 {
-            assert_eq!(again.text().await.unwrap(), FIXED_SSE);
-            break;
-        }
-        assert!(Instant::now() < deadline, "the place was never freed");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let freed = one_place_refused_then_freed(|scenario| passthrough_call(&gw, scenario)).await;
+    assert_eq!(freed, FIXED_SSE);
 
     // A body announced at 100 bytes, 5 sent: a JSON 408 after the timeout.
     let gw_addr: SocketAddr = format!("127.0.0.1:{}", gw.port).parse().unwrap();

@@ -1075,25 +1075,9 @@ async fn a_resubscription_is_negotiated_and_starts_from_the_task_snapshot() {
 async fn the_stream_limit_refuses_with_503_and_frees_places_as_streams_end() {
     let (addr, _fake) = fake_upstream().await;
     let gw = gateway_for(&format!("http://{addr}/"), &["--max-streams", "1"]);
-    let first = fake_run(&gw, "endless").await;
-    let mut first = first.bytes_stream();
-    first.next().await.unwrap().unwrap();
-    let busy = fake_run(&gw, "fixed").await;
-    assert_eq!(busy.status(), 503);
-    let json: Value = busy.json().await.unwrap();
-    assert_eq!(json["error"]["code"], "GATEWAY_BUSY");
-    drop(first);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let again = fake_run(&gw, "fixed").await;
-        if again.status() == 200 {
-            assert_eq!(
-                assert_valid_run(&agui_events(&again.text().await.unwrap()))["type"],
-                "RUN_FINISHED"
-            );
-            break;
-        }
-        assert!(Instant::now() < deadline, "the place was never freed");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let freed = one_place_refused_then_freed(|scenario| fake_run(&gw, scenario)).await;
+    assert_eq!(
+        assert_valid_run(&agui_events(&freed))["type"],
+        "RUN_FINISHED"
+    );
 }

@@ -168,6 +168,47 @@ pub async fn http_get(url: impl reqwest::IntoUrl) -> reqwest::Response {
     client().get(url).send().await.expect("GET")
 }
 
+/// Everything the `input` agent received (messages and cancels), in order.
+pub async fn received_by(agent: &Process) -> Vec<Value> {
+    http_get(format!("{}/received", agent.url()))
+        .await
+        .json()
+        .await
+        .expect("the input agent's log is JSON")
+}
+
+/// With `--max-streams 1`: a stream of `call("endless")` holds the one
+/// place, `call("fixed")` gets 503 `GATEWAY_BUSY`, and once the holder is
+/// dropped the place frees within 5 s; returns the body that then got it.
+pub async fn one_place_refused_then_freed<F, Fut>(call: F) -> String
+where
+    F: Fn(&'static str) -> Fut,
+    Fut: std::future::Future<Output = reqwest::Response>,
+{
+    use futures::StreamExt;
+    let first = call("endless").await;
+    assert_eq!(first.status(), 200);
+    let mut first = first.bytes_stream();
+    first.next().await.unwrap().unwrap();
+    let busy = call("fixed").await;
+    assert_eq!(busy.status(), 503);
+    let json: Value = busy.json().await.unwrap();
+    assert_eq!(json["error"]["code"], "GATEWAY_BUSY");
+    drop(first);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let again = call("fixed").await;
+        if again.status() == 200 {
+            return again.text().await.unwrap();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the place was never freed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The `data:` payloads of an SSE body (LF framing), as JSON.
 pub fn agui_events(body: &str) -> Vec<Value> {
     assert!(!body.contains('\r'), "AG-UI output must use LF only");
