@@ -109,6 +109,9 @@ error_codes! {
     /// A reconnect (`Last-Event-ID`) names an event the gateway does not
     /// keep: the run cannot be continued from it.
     RunNotResumable = "RUN_NOT_RESUMABLE", Gateway;
+    /// A reconnect's `Last-Event-ID` names a run that another request (or
+    /// another caller) started: a reconnect repeats its request exactly.
+    RunMismatch = "RUN_MISMATCH", Client;
     /// A `RunAgentInput` with nothing the agent has not had: no message
     /// after the agent's last one that was not sent already, and no `resume`.
     NoNewInput = "NO_NEW_INPUT", Client;

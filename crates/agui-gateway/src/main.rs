@@ -71,6 +71,12 @@ struct ServeArgs {
     /// Converted streams open at once; past it, new ones get a 503.
     #[arg(long, env = "AGUI_GATEWAY_MAX_STREAMS")]
     max_streams: Option<usize>,
+    /// Where converted runs are journaled for reconnects: memory or off [default: memory].
+    #[arg(long, env = "AGUI_GATEWAY_JOURNAL")]
+    journal: Option<String>,
+    /// Seconds a run goes on after its client went away, for a reconnect [default: 60].
+    #[arg(long, env = "AGUI_GATEWAY_DETACH_GRACE_SECS")]
+    detach_grace_secs: Option<u64>,
     /// Runtime worker threads (default: one per core).
     #[arg(long, env = "AGUI_GATEWAY_WORKERS")]
     workers: Option<usize>,
@@ -261,6 +267,15 @@ fn serve_config(args: ServeArgs) -> anyhow::Result<Config> {
     }
     if args.public_url.is_some() {
         config.public_url = args.public_url;
+    }
+    if let Some(name) = &args.journal {
+        let Some(backend) = agui_gateway::config::Backend::parse(name) else {
+            bail!("--journal {name:?}: expected memory or off");
+        };
+        config.journal.backend = backend;
+    }
+    if let Some(secs) = args.detach_grace_secs {
+        config.journal.detach_grace = Duration::from_secs(secs);
     }
     apply_edge(&mut config, args.edge)?;
     Ok(config)

@@ -27,6 +27,8 @@ pub struct Metrics {
     latency_sum_micros: AtomicU64,
     open_connections: AtomicI64,
     refused_connections: AtomicU64,
+    detached_runs: AtomicU64,
+    resumed_streams: AtomicU64,
 }
 
 /// Counts one open AG-UI stream for as long as it lives.
@@ -42,6 +44,16 @@ impl Metrics {
     /// A client connection over `max_connections`, answered 503 and closed.
     pub fn count_refused_connection(&self) {
         self.refused_connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A run whose client went away went on, journaled, for a reconnect.
+    pub fn count_detached(&self) {
+        self.detached_runs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A client continued a journaled run (reconnect or connect).
+    pub fn count_resumed(&self) {
+        self.resumed_streams.fetch_add(1, Ordering::Relaxed);
     }
 
     /// `delta` is +1 when a connection opens, -1 when it closes.
@@ -90,7 +102,8 @@ impl Metrics {
         self.latency_sum_micros.fetch_add(micros, Ordering::Relaxed);
     }
 
-    pub fn render(&self) -> String {
+    /// `journal`: the embedded journal's runs and bytes, when it is on.
+    pub fn render(&self, journal: Option<(usize, usize)>) -> String {
         let mut out = String::new();
         let _ = writeln!(
             out,
@@ -118,6 +131,38 @@ impl Metrics {
             "agui_gateway_refused_connections_total {}",
             self.refused_connections.load(Ordering::Relaxed)
         );
+        let counters = [
+            (
+                "agui_gateway_detached_runs_total",
+                "Runs that went on, journaled, after their client went away.",
+                &self.detached_runs,
+            ),
+            (
+                "agui_gateway_resumed_streams_total",
+                "Streams that continued a journaled run (Last-Event-ID or connect).",
+                &self.resumed_streams,
+            ),
+        ];
+        for (name, help, value) in counters {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} counter");
+            let _ = writeln!(out, "{name} {}", value.load(Ordering::Relaxed));
+        }
+        if let Some((runs, bytes)) = journal {
+            let gauges = [
+                ("agui_gateway_journal_runs", "Runs the journal keeps.", runs),
+                (
+                    "agui_gateway_journal_bytes",
+                    "Frame bytes the journal keeps.",
+                    bytes,
+                ),
+            ];
+            for (name, help, value) in gauges {
+                let _ = writeln!(out, "# HELP {name} {help}");
+                let _ = writeln!(out, "# TYPE {name} gauge");
+                let _ = writeln!(out, "{name} {value}");
+            }
+        }
         let _ = writeln!(
             out,
             "# HELP agui_gateway_events_total AG-UI events sent, by type."

@@ -2,9 +2,11 @@
 //!
 //! The response body is a stream that, on each poll, waits for the next
 //! upstream chunk, the keep-alive timer, the idle timeout or shutdown,
-//! whichever comes first, and hands out what the converter wrote. When the
-//! client goes away, hyper drops the body, which drops the upstream response
-//! and so closes the upstream connection at once.
+//! whichever comes first, and hands out what the converter wrote, after
+//! appending it to the run's journal. When the client goes away before the
+//! end, hyper drops the body: with a journal the run detaches (a pump task
+//! reads on into the journal for `detach_grace_secs`, for a reconnect),
+//! else the upstream response is dropped, which closes its connection.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -15,7 +17,7 @@ use a2a_agui::{
     ErrorCode, Event, Options, OutputFormat, SequentialIds, StreamConverter, StreamEnd,
 };
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
@@ -23,6 +25,7 @@ use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::error::ApiError;
+use crate::journal::{RunIdentity, RunLog};
 use crate::metrics::Metrics;
 use crate::outbound::{self, Forwarded};
 use crate::random::random_u64;
@@ -52,11 +55,13 @@ pub async fn open(
     forwarded: Forwarded,
     request: impl Future<Output = Result<reqwest::RequestBuilder, ApiError>>,
     conversion: Conversion,
+    identity: RunIdentity,
 ) -> Result<Response, ApiError> {
     let permit = state.stream_permit()?;
     let request = request.await?;
     let started = Instant::now();
     let upstream = agent.send_stream(request).await;
+    let key = format!("{:016x}", random_u64());
     let run = Run {
         agent,
         forwarded,
@@ -65,9 +70,14 @@ pub async fn open(
         max_event_bytes: state.config.limits.max_event_bytes,
         shutdown: state.shutdown.clone(),
         metrics: state.metrics.clone(),
+        log: state
+            .journal
+            .as_ref()
+            .map(|journal| journal.open(key.clone(), identity)),
+        detach_grace: state.config.journal.detach_grace,
         permit,
     };
-    Ok(relay(run, upstream, started))
+    Ok(relay(run, key, upstream, started))
 }
 
 /// Everything one relayed run needs besides the upstream response.
@@ -81,7 +91,12 @@ struct Run {
     max_event_bytes: usize,
     shutdown: Shutdown,
     metrics: Arc<Metrics>,
-    /// This stream's place under `max_streams`, released when it ends.
+    /// Where every frame goes before the client gets it (none when the
+    /// journal is off).
+    log: Option<Arc<RunLog>>,
+    detach_grace: Duration,
+    /// This stream's place under `max_streams`, released when it ends
+    /// (a detached run keeps it).
     #[expect(dead_code, reason = "held for its Drop, which frees the place")]
     permit: OwnedSemaphorePermit,
 }
@@ -148,10 +163,15 @@ impl RelayState {
                 }
             }
         }
-        if !out.is_empty() {
-            self.last_output = Instant::now();
+        if out.is_empty() {
+            return Bytes::new();
         }
-        Bytes::from(out)
+        self.last_output = Instant::now();
+        let out = Bytes::from(out);
+        if let Some(log) = &self.run.log {
+            log.append(self.stream.last_event_number(), out.clone(), self.finished);
+        }
+        out
     }
 
     fn finish(&mut self, end: StreamEnd) -> Bytes {
@@ -293,14 +313,53 @@ impl RelayState {
     }
 }
 
-impl Drop for RelayState {
-    fn drop(&mut self) {
-        if self.finished {
+impl RelayState {
+    /// The client went away before the end. With a journal the run goes
+    /// on, detached, for a reconnect; else (or with no runtime to run it
+    /// on) it ends here, in `Drop`.
+    fn client_left(self) {
+        if self.finished || self.run.detach_grace.is_zero() {
             return;
         }
-        self.run
-            .metrics
-            .count_error(ErrorCode::ClientDisconnected.as_str());
+        let Some(log) = self.run.log.clone() else {
+            return;
+        };
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            log.detach();
+            self.run.metrics.count_detached();
+            handle.spawn(self.pump(log));
+        }
+    }
+
+    /// Reads the upstream on into the journal while nobody follows, until
+    /// the run ends or nobody came back within the grace period.
+    async fn pump(mut self, log: Arc<RunLog>) {
+        let grace = self.run.detach_grace;
+        loop {
+            let deadline = log
+                .abandon_at(grace)
+                .unwrap_or_else(|| Instant::now() + grace);
+            tokio::select! {
+                next = self.next() => if next.is_none() { return },
+                () = tokio::time::sleep_until(deadline.into()) => {
+                    if log.abandon_at(grace).is_some_and(|at| at <= Instant::now()) {
+                        // The RUN_ERROR below is what counts it.
+                        self.cancel_upstream();
+                        let secs = grace.as_secs();
+                        self.fail(
+                            ErrorCode::ClientDisconnected,
+                            format!("the client went away and did not reconnect within {secs} s"),
+                        );
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Nobody will read the run: cancelled upstream when the agent is
+    /// configured so.
+    fn cancel_upstream(&self) {
         let task = self.stream.converter().task_id().map(str::to_owned);
         if let (true, Some(task)) = (self.run.agent.config.cancel_on_disconnect, task) {
             let agent = self.run.agent.clone();
@@ -312,17 +371,30 @@ impl Drop for RelayState {
     }
 }
 
-/// A reconnect: the client names the last event it got (`Last-Event-ID`).
-/// Runs are not journaled yet, so no id can be continued from: a clear
-/// 410 before any upstream call, never a second run of the same request.
-pub fn refuse_resume(headers: &HeaderMap) -> Result<(), ApiError> {
-    match headers.get("last-event-id") {
-        None => Ok(()),
-        Some(_) => Err(ApiError::new(
-            StatusCode::GONE,
-            ErrorCode::RunNotResumable,
-            "the gateway keeps no events to resume from: start a new run (without Last-Event-ID)",
-        )),
+impl Drop for RelayState {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.run
+            .metrics
+            .count_error(ErrorCode::ClientDisconnected.as_str());
+        self.cancel_upstream();
+        if let Some(log) = &self.run.log {
+            log.close();
+        }
+    }
+}
+
+/// The response body's hold on its run: dropped before the run's end (the
+/// client went away), it lets the run go on detached.
+struct Attached(Option<RelayState>);
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        if let Some(state) = self.0.take() {
+            state.client_left();
+        }
     }
 }
 
@@ -342,6 +414,7 @@ pub async fn send_cancel(agent: &Agent, forwarded: &Forwarded, task: &str) {
 /// AG-UI client reports as a failed run rather than a transport error.
 fn relay(
     run: Run,
+    key: String,
     upstream: Result<reqwest::Response, UpstreamError>,
     started: Instant,
 ) -> Response {
@@ -354,7 +427,7 @@ fn relay(
         run.max_event_bytes,
     )
     // Every frame names the run and its place in it (SSE `id:`).
-    .with_event_ids(format!("{:016x}", random_u64()));
+    .with_event_ids(key);
     let idle_timeout = run.agent.config.idle_timeout;
     let first_deadline = Instant::now() + run.keepalive.min(idle_timeout);
     let mut state = RelayState {
@@ -396,12 +469,13 @@ fn relay(
             Some(state.fail(code, message.to_owned()))
         }
     };
-    let body = futures::stream::unfold((state, first), |(mut state, first)| async move {
+    let attached = (Attached(Some(state)), first);
+    let body = futures::stream::unfold(attached, |(mut attached, first)| async move {
         if let Some(bytes) = first {
-            return Some((Ok::<_, std::convert::Infallible>(bytes), (state, None)));
+            return Some((Ok::<_, std::convert::Infallible>(bytes), (attached, None)));
         }
-        let bytes = state.next().await?;
-        Some((Ok(bytes), (state, None)))
+        let bytes = attached.0.as_mut()?.next().await?;
+        Some((Ok(bytes), (attached, None)))
     });
     sse_response(Body::from_stream(body))
 }

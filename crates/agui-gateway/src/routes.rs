@@ -18,13 +18,14 @@ use serde_json::json;
 
 use crate::error::ApiError;
 use crate::forwarding::returned_headers;
+use crate::journal::{Owner, RunIdentity};
 use crate::negotiate::{Negotiated, negotiate, output_format, wants_agui};
 use crate::outbound::{self, Forwarded};
 use crate::random::random_u64;
 use crate::relay::{self, Conversion};
 use crate::state::{AppState, SharedState};
 use crate::upstream::{Agent, CardStatus, UpstreamError};
-use crate::{agui, card, edge};
+use crate::{agui, card, edge, resume};
 
 pub fn router(state: SharedState) -> Router {
     let mut router = Router::new().route("/healthz", get(healthz));
@@ -35,8 +36,10 @@ pub fn router(state: SharedState) -> Router {
     }
     router
         .route("/v1/agents", get(list_agents))
-        .route("/agui", post(agui_default))
-        .route("/v1/agents/{name}/agui", post(agui_named))
+        .route("/agui", post(agui_run))
+        .route("/v1/agents/{name}/agui", post(agui_run))
+        .route("/agui/connect", post(connect))
+        .route("/v1/agents/{name}/agui/connect", post(connect))
         .route("/v1/agents/{name}", any(proxy_named))
         .route("/v1/agents/{name}/", any(proxy_named))
         .route("/v1/agents/{name}/{*rest}", any(proxy_named))
@@ -104,7 +107,9 @@ async fn readyz(State(state): State<SharedState>) -> Result<Response, ApiError> 
 async fn metrics(State(state): State<SharedState>) -> Response {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.metrics.render(),
+        state
+            .metrics
+            .render(state.journal.as_ref().map(|j| j.usage())),
     )
         .into_response()
 }
@@ -133,35 +138,54 @@ async fn list_agents(State(state): State<SharedState>, request: Request) -> Resp
     axum::Json(json!({ "agents": agents })).into_response()
 }
 
-async fn agui_default(
-    State(state): State<SharedState>,
-    request: Request,
-) -> Result<Response, ApiError> {
-    let agent = state.default_agent("agui")?;
-    agui_run(state, agent, request).await
-}
-
-async fn agui_named(
-    State(state): State<SharedState>,
-    request: Request,
-) -> Result<Response, ApiError> {
-    let (name, _) = split_agent_path(request.uri().path());
-    let agent = state.named(&name)?;
-    agui_run(state, agent, request).await
+/// The agent of an AG-UI route: named in `/v1/agents/{name}/…`, else the
+/// default one (`instead` names the route to use when there is none).
+fn agui_agent(state: &AppState, request: &Request, instead: &str) -> Result<Arc<Agent>, ApiError> {
+    if request.uri().path().starts_with("/v1/agents/") {
+        let (name, _) = split_agent_path(request.uri().path());
+        state.named(&name)
+    } else {
+        state.default_agent(instead)
+    }
 }
 
 async fn agui_run(
-    state: SharedState,
-    agent: Arc<Agent>,
+    State(state): State<SharedState>,
     request: Request,
 ) -> Result<Response, ApiError> {
+    let agent = agui_agent(&state, &request, "agui")?;
     let (parts, body) = request.into_parts();
     edge::allowed(&state, &parts.extensions, &agent)?;
-    relay::refuse_resume(&parts.headers)?;
     let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get());
     let body = read_body(&state, body).await?;
     let scope = edge::scope(&parts.extensions);
-    agui::run(state, agent, forwarded, scope, body).await
+    let owner = owner(&agent, &scope, &parts, &body);
+    if let Some(resumed) = resume::reconnect(&state, &parts.headers, &owner)? {
+        return Ok(resumed);
+    }
+    agui::run(state, agent, forwarded, scope, owner, body).await
+}
+
+/// Who sent which request: a reconnect must be the same.
+fn owner(agent: &Agent, scope: &str, parts: &axum::http::request::Parts, body: &[u8]) -> Owner {
+    let uri = parts.uri.path_and_query().map_or("", |p| p.as_str());
+    Owner::of(
+        agent.name(),
+        scope,
+        &parts.headers,
+        parts.method.as_str(),
+        uri,
+        body,
+    )
+}
+
+async fn connect(State(state): State<SharedState>, request: Request) -> Result<Response, ApiError> {
+    let agent = agui_agent(&state, &request, "agui/connect")?;
+    let (parts, body) = request.into_parts();
+    edge::allowed(&state, &parts.extensions, &agent)?;
+    let body = read_body(&state, body).await?;
+    let scope = edge::scope(&parts.extensions);
+    resume::connect(&state, &agent, &scope, &parts.headers, &body)
 }
 
 /// The request body, up to `max_request_bytes` and within
@@ -256,11 +280,14 @@ async fn proxy(
         state.metrics.count_request("passthrough");
         return passthrough(&state, &agent, parts.method.clone(), url, &forwarded, body).await;
     }
+    let scope = edge::scope(&parts.extensions);
+    let owner = owner(&agent, &scope, &parts, &body);
     let seed = match negotiate(&parts.method, &path, &body)? {
         Negotiated::RunAgentInput => {
-            relay::refuse_resume(&parts.headers)?;
-            let scope = edge::scope(&parts.extensions);
-            return agui::run(state, agent, forwarded, scope, body).await;
+            if let Some(resumed) = resume::reconnect(&state, &parts.headers, &owner)? {
+                return Ok(resumed);
+            }
+            return agui::run(state, agent, forwarded, scope, owner, body).await;
         }
         Negotiated::NotConvertible => {
             state.metrics.count_request("passthrough");
@@ -269,7 +296,9 @@ async fn proxy(
         Negotiated::Forward => None,
         Negotiated::Build(message) => Some(message),
     };
-    relay::refuse_resume(&parts.headers)?;
+    if let Some(resumed) = resume::reconnect(&state, &parts.headers, &owner)? {
+        return Ok(resumed);
+    }
     state.metrics.count_request("negotiated");
     let conversion = Conversion {
         options: Options {
@@ -297,12 +326,17 @@ async fn proxy(
             }
         }
     };
+    let identity = RunIdentity {
+        owner,
+        thread: None,
+    };
     relay::open(
         &state,
         agent.clone(),
         forwarded.clone(),
         request,
         conversion,
+        identity,
     )
     .await
 }

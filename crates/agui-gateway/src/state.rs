@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::{AuthSetupError, Authenticator};
 use crate::config::Config;
 use crate::error::ApiError;
+use crate::journal::{Backend, MemoryJournal};
 use crate::metrics::Metrics;
 use crate::ratelimit::RateLimiter;
 use crate::upstream::Agent;
@@ -26,6 +27,9 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     pub shutdown: Shutdown,
     pub threads: Threads,
+    /// Converted runs, for reconnects, detached runs and `connect`
+    /// (`None` with `journal = "off"`).
+    pub journal: Option<MemoryJournal>,
 }
 
 pub type SharedState = Arc<AppState>;
@@ -65,6 +69,8 @@ impl AppState {
             let agent = Agent::new(agent, &config.gateway_id, &config.limits)?;
             agents.insert(agent.name().to_owned(), Arc::new(agent));
         }
+        let journal = (config.journal.backend == Backend::Memory)
+            .then(|| MemoryJournal::new(config.journal.limits));
         Ok(AppState {
             streams: Arc::new(Semaphore::new(config.limits.max_streams)),
             auth: Authenticator::load(&config.auth, &config.limits)?,
@@ -74,6 +80,7 @@ impl AppState {
             metrics: Arc::new(Metrics::default()),
             shutdown,
             threads: Threads::default(),
+            journal,
         })
     }
 

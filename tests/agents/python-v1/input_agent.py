@@ -10,6 +10,8 @@ answers, state and context. The gateway's tests drive it with real AG-UI clients
                payload's `city`) completes the task with "Weather for <city>: sunny."
   state        reads x-agui-state and x-agui-context and answers a snapshot (the state,
                seen: true, contextCount) and a delta (add /answer: "sunny").
+  count N MS   streams "1 ", "2 ", … "N " as chunks of one artifact, MS ms apart (default
+               20 chunks, 100 ms), and stops early when the task is cancelled.
 
 GET /received lists every message the agent received (task id, parts, metadata, the
 request metadata, the extensions the client asked for) and every cancel, so a test can
@@ -20,6 +22,7 @@ Run: python input_agent.py [--host 127.0.0.1] [--port 0]   -> prints "READY <por
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import uuid
 from pathlib import Path
@@ -64,6 +67,7 @@ def data_part(value: dict) -> Part:
 class InputExecutor(AgentExecutor):
     def __init__(self) -> None:
         self.waiting: dict[str, str] = {}  # task id -> what it waits for
+        self.cancelled: set[str] = set()
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         message = context.message
@@ -116,6 +120,17 @@ class InputExecutor(AgentExecutor):
             self.waiting[context.task_id] = 'city'
             await updater.update_status(TaskState.TASK_STATE_INPUT_REQUIRED,
                                         message=agent_message(Part(text='Which city?')))
+        elif text.startswith('count'):
+            words = text.split()
+            count = int(words[1]) if len(words) > 1 else 20
+            pause = int(words[2]) if len(words) > 2 else 100
+            for i in range(1, count + 1):
+                if context.task_id in self.cancelled:
+                    return
+                await updater.add_artifact([Part(text=f'{i} ')], artifact_id='count', name='count',
+                                           append=i > 1, last_chunk=i == count)
+                await asyncio.sleep(pause / 1000)
+            await updater.complete()
         elif 'state' in text:
             state = metadata.get('x-agui-state') or context.metadata.get('x-agui-state') or {}
             snapshot = {**state, 'seen': True, 'contextCount': len(metadata.get('x-agui-context', []))}
@@ -132,6 +147,7 @@ class InputExecutor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         RECEIVED.append({'cancel': context.task_id})
+        self.cancelled.add(context.task_id)
         self.waiting.pop(context.task_id, None)
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 

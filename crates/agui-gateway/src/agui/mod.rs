@@ -29,6 +29,7 @@ use axum::response::Response;
 
 use self::input::{RunRequest, Upstream};
 use crate::error::ApiError;
+use crate::journal::{Owner, RunIdentity, ThreadRef};
 use crate::outbound::{self, Forwarded};
 use crate::random::random_u64;
 use crate::relay::{self, Conversion};
@@ -47,6 +48,7 @@ pub async fn run(
     agent: Arc<Agent>,
     headers: Forwarded,
     scope: String,
+    owner: Owner,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     state.metrics.count_request("agui");
@@ -56,6 +58,14 @@ pub async fn run(
     let thread = ThreadKey::new(agent.name(), &scope, &input.thread_id);
     let (thread_id, run_id, version) =
         (input.thread_id.clone(), input.run_id.clone(), input.version);
+    // `connect` finds the thread's runs by the same agent and caller.
+    let identity = RunIdentity {
+        owner,
+        thread: Some((
+            ThreadRef::new(agent.name(), &scope, &thread_id),
+            run_id.clone(),
+        )),
+    };
     let shared_state = input.shared_state();
     let plan = input.plan(&state.threads.get(thread))?;
     let RunRequest {
@@ -91,26 +101,38 @@ pub async fn run(
         on_delivered: Some(Box::new(on_delivered)),
     };
     let rpc_id = format!("agui-{run_id}-{:x}", random_u64());
-    let mut message = match upstream {
-        Upstream::Send(message) => message,
-        // Cancelled, and nothing else to say: the run is the cancel's answer.
-        Upstream::Cancel { task, then: None } => {
-            let request = async { Ok(outbound::cancel(&agent, &headers, &task).await) };
-            return relay::open(&state, agent.clone(), headers.clone(), request, conversion).await;
-        }
+    // The run is the answer to the send, or, when the client only
+    // cancelled, to the cancel.
+    let send = match upstream {
+        Upstream::Send(message) => Ok(message),
+        Upstream::Cancel { task, then: None } => Err(task),
         Upstream::Cancel {
             task,
             then: Some(message),
         } => {
             relay::send_cancel(&agent, &headers, &task).await;
-            message
+            Ok(message)
         }
     };
-    // Minted per request: a resumed run repeats its run id.
-    message.message_id = format!("agui-{:016x}", random_u64());
-    let request =
-        async { Ok(outbound::build(&agent, &headers, &message, &rpc_id, &activate).await) };
-    relay::open(&state, agent.clone(), headers.clone(), request, conversion).await
+    let request = async {
+        Ok(match send {
+            Ok(mut message) => {
+                // Minted per request: a resumed run repeats its run id.
+                message.message_id = format!("agui-{:016x}", random_u64());
+                outbound::build(&agent, &headers, &message, &rpc_id, &activate).await
+            }
+            Err(task) => outbound::cancel(&agent, &headers, &task).await,
+        })
+    };
+    relay::open(
+        &state,
+        agent.clone(),
+        headers.clone(),
+        request,
+        conversion,
+        identity,
+    )
+    .await
 }
 
 /// How a run left its task, for the thread's memory: whether the task

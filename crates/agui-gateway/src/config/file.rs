@@ -14,8 +14,8 @@ use toml::Spanned;
 use url::Url;
 
 use super::{
-    A2aVersion, AgentConfig, Allow, AuthConfig, Config, ConfigError, JwtConfig, JwtKey, Limits,
-    RateLimit, random_gateway_id,
+    A2aVersion, AgentConfig, Allow, AuthConfig, Backend, Config, ConfigError, JournalConfig,
+    JwtConfig, JwtKey, Limits, RateLimit, random_gateway_id,
 };
 use crate::forwarding::{ForwardPolicy, TrustedProxies};
 
@@ -141,6 +141,7 @@ pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
             .max(Duration::from_secs(1)),
         max_card_bytes: limits.max_card_bytes.unwrap_or(defaults.max_card_bytes),
     };
+    let journal = journal_config(&file, &at)?;
     let auth = auth_config(&file.auth, &at)?;
     let rate_limit = match &file.rate_limit {
         None => None,
@@ -170,10 +171,64 @@ pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
         keepalive: Duration::from_secs(file.keepalive_secs.unwrap_or(15).max(1)),
         shutdown_grace: Duration::from_secs(file.shutdown_grace_secs.unwrap_or(10)),
         limits,
+        journal,
         cors_origins: file.cors.allow_origins,
         auth,
         rate_limit,
     })
+}
+
+/// `journal`, `detach_grace_secs` and the `[limits]` `journal_*` keys.
+fn journal_config(
+    file: &FileConfig,
+    at: &impl Fn(Range<usize>, String) -> ConfigError,
+) -> Result<JournalConfig, ConfigError> {
+    let mut journal = JournalConfig::default();
+    if let Some(backend) = &file.journal {
+        journal.backend = Backend::parse(backend.get_ref()).ok_or_else(|| {
+            at(
+                backend.span(),
+                format!(
+                    "journal: {:?} is not \"memory\" or \"off\"",
+                    backend.get_ref()
+                ),
+            )
+        })?;
+    }
+    if let Some(secs) = file.detach_grace_secs {
+        journal.detach_grace = Duration::from_secs(secs);
+    }
+    let positive = |value: &Spanned<usize>, key: &str| {
+        if *value.get_ref() == 0 {
+            Err(at(
+                value.span(),
+                format!("limits.{key}: must be at least 1"),
+            ))
+        } else {
+            Ok(*value.get_ref())
+        }
+    };
+    let limits = &file.limits;
+    let bounds = &mut journal.limits;
+    if let Some(value) = &limits.journal_max_runs {
+        bounds.max_runs = positive(value, "journal_max_runs")?;
+    }
+    if let Some(value) = &limits.journal_max_run_bytes {
+        bounds.max_run_bytes = positive(value, "journal_max_run_bytes")?;
+    }
+    if let Some(value) = &limits.journal_max_bytes {
+        bounds.max_bytes = positive(value, "journal_max_bytes")?;
+    }
+    if let Some(value) = &limits.journal_ttl_secs {
+        if *value.get_ref() == 0 {
+            return Err(at(
+                value.span(),
+                "limits.journal_ttl_secs: must be at least 1".to_owned(),
+            ));
+        }
+        bounds.ttl = Duration::from_secs(*value.get_ref());
+    }
+    Ok(journal)
 }
 
 fn agent_config(
@@ -381,6 +436,8 @@ struct FileConfig {
     trusted_proxies: Option<Spanned<Vec<String>>>,
     keepalive_secs: Option<u64>,
     shutdown_grace_secs: Option<u64>,
+    journal: Option<Spanned<String>>,
+    detach_grace_secs: Option<u64>,
     #[serde(default)]
     limits: FileLimits,
     #[serde(default)]
@@ -404,6 +461,10 @@ struct FileLimits {
     write_timeout_secs: Option<u64>,
     card_timeout_secs: Option<u64>,
     max_card_bytes: Option<usize>,
+    journal_max_runs: Option<Spanned<usize>>,
+    journal_max_run_bytes: Option<Spanned<usize>>,
+    journal_max_bytes: Option<Spanned<usize>>,
+    journal_ttl_secs: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

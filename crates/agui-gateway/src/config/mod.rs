@@ -10,6 +10,8 @@
 //! trusted_proxies = ["10.0.0.0/8"]            # whose X-Forwarded-* count
 //! keepalive_secs = 15
 //! shutdown_grace_secs = 10
+//! journal = "memory"                          # or "off": no reconnects
+//! detach_grace_secs = 60                      # a run without client goes on
 //!
 //! [limits]
 //! max_event_bytes = 16777216
@@ -21,6 +23,10 @@
 //! write_timeout_secs = 60
 //! card_timeout_secs = 10
 //! max_card_bytes = 1048576
+//! journal_max_runs = 10000
+//! journal_max_run_bytes = 1048576
+//! journal_max_bytes = 268435456
+//! journal_ttl_secs = 300
 //!
 //! [cors]
 //! allow_origins = ["*"]
@@ -62,6 +68,7 @@ use a2a_agui::OutputFormat;
 use url::{Origin, Url};
 
 use crate::forwarding::{ForwardPolicy, TrustedProxies};
+pub use crate::journal::{Backend, JournalConfig, JournalLimits};
 
 /// Each stream holds two sockets; the open-file limit is usually the bound.
 pub const DEFAULT_MAX_STREAMS: usize = 10_000;
@@ -258,6 +265,7 @@ pub struct Config {
     pub keepalive: Duration,
     pub shutdown_grace: Duration,
     pub limits: Limits,
+    pub journal: JournalConfig,
     pub cors_origins: Vec<String>,
     pub auth: AuthConfig,
     pub rate_limit: Option<RateLimit>,
@@ -276,6 +284,7 @@ impl Config {
             keepalive: Duration::from_secs(15),
             shutdown_grace: Duration::from_secs(10),
             limits: Limits::default(),
+            journal: JournalConfig::default(),
             cors_origins: Vec::new(),
             auth: AuthConfig::default(),
             rate_limit: None,

@@ -275,7 +275,7 @@ async fn every_edge_attack_is_refused_and_nothing_leaks() {
     let config = write_config(
         "attack.toml",
         &format!(
-            "listen = \"127.0.0.1:{port}\"\ngateway_id = \"gw-test\"\ndefault_agent = \"a\"\n\
+            "listen = \"127.0.0.1:{port}\"\ngateway_id = \"gw-test\"\ndefault_agent = \"a\"\ndetach_grace_secs = 0\n\
              [agents.a]\nupstream = \"http://{up}/agents/a/\"\nheaders = {{ \"X-API-KEY\" = \"secret\" }}\ncancel_on_disconnect = true\n\
              [agents.loop]\nupstream = \"http://127.0.0.1:{port}/v1/agents/loop/\"\na2a_version = \"0.3\"\n\
              [agents.big]\nupstream = \"http://{up}/big/\"\n\

@@ -1,7 +1,8 @@
-//! Event ids (issue 13, first step): every frame of a converted stream
-//! carries `id: <run key>.<n>`, `n` strictly increasing from 1, one key per
-//! run; a reconnect (`Last-Event-ID`) is refused with 410 before any
-//! upstream call, never answered with a second run of the same request.
+//! Event ids: every frame of a converted stream carries `id: <run
+//! key>.<n>`, `n` strictly increasing from 1, one key per run; a reconnect
+//! naming a run the gateway does not keep (`Last-Event-ID`) is refused with
+//! 410 before any upstream call, never answered with a second run of the
+//! same request. Reconnects that work: `resume.rs`.
 
 use serde_json::{Value, json};
 

@@ -13,6 +13,7 @@ mod input;
 mod limits;
 mod matrix;
 mod readme;
+mod resume;
 mod support;
 
 use std::time::{Duration, Instant};
@@ -771,7 +772,11 @@ async fn a_silent_upstream_gets_keep_alive_comments() {
 #[tokio::test]
 async fn a_client_disconnect_closes_the_upstream_within_a_second_and_can_cancel() {
     let (addr, fake) = fake_upstream().await;
-    let gw = gateway_for(&format!("http://{addr}/"), &["--cancel-on-disconnect"]);
+    // Without a grace period: a run ends with its client.
+    let gw = gateway_for(
+        &format!("http://{addr}/"),
+        &["--cancel-on-disconnect", "--detach-grace-secs", "0"],
+    );
     let response = fake_run(&gw, "endless").await;
     let mut body = response.bytes_stream();
     let mut seen = String::new();
@@ -1074,7 +1079,12 @@ async fn a_resubscription_is_negotiated_and_starts_from_the_task_snapshot() {
 #[tokio::test]
 async fn the_stream_limit_refuses_with_503_and_frees_places_as_streams_end() {
     let (addr, _fake) = fake_upstream().await;
-    let gw = gateway_for(&format!("http://{addr}/"), &["--max-streams", "1"]);
+    // A detached run keeps its place: without a grace, a dropped client
+    // frees it.
+    let gw = gateway_for(
+        &format!("http://{addr}/"),
+        &["--max-streams", "1", "--detach-grace-secs", "0"],
+    );
     let freed = one_place_refused_then_freed(|scenario| fake_run(&gw, scenario)).await;
     assert_eq!(
         assert_valid_run(&agui_events(&freed))["type"],

@@ -1,0 +1,523 @@
+//! The embedded journal: runs in this process's memory, bounded.
+//!
+//! Lock order: the index, then a run's log; never the other way round (an
+//! append releases its log before it asks the index for room).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::watch;
+
+use super::{JournalLimits, ResumeError, RunIdentity, ThreadRef};
+
+/// Runs remembered per thread for `connect` (the latest is the one asked
+/// for, unless the client names a run).
+const RUNS_PER_THREAD: usize = 8;
+/// Expired runs are swept at most this often (a sweep visits every run).
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+pub struct MemoryJournal {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    limits: JournalLimits,
+    index: Mutex<Index>,
+    /// Frame bytes held by the runs in the index.
+    bytes: AtomicUsize,
+}
+
+struct Index {
+    runs: HashMap<String, Arc<RunLog>>,
+    /// Keys in the order their runs opened.
+    order: VecDeque<String>,
+    threads: HashMap<ThreadRef, VecDeque<(String, String)>>,
+    swept: Instant,
+}
+
+/// One run's frames and who listens to them.
+pub struct RunLog {
+    key: String,
+    identity: RunIdentity,
+    journal: Weak<Shared>,
+    state: Mutex<LogState>,
+    /// The number of the last frame appended; a change wakes followers.
+    last: watch::Sender<u64>,
+}
+
+struct LogState {
+    chunks: VecDeque<Chunk>,
+    bytes: usize,
+    /// The number of the first frame still kept.
+    first: u64,
+    last: u64,
+    finished_at: Option<Instant>,
+    listeners: usize,
+    last_left: Instant,
+    /// In the index and counted in its total; an evicted run that still
+    /// runs keeps its own bound (`max_run_bytes`) only.
+    counted: bool,
+}
+
+/// What the converter wrote for one upstream read: frames `first..=last`.
+struct Chunk {
+    first: u64,
+    last: u64,
+    bytes: Bytes,
+}
+
+/// Frames read from a log.
+pub struct Slice {
+    pub frames: Vec<Bytes>,
+    /// The number of the last frame in `frames` (or the cursor, if none).
+    pub last: u64,
+    /// Nothing will follow: the run wrote its terminal event.
+    pub finished: bool,
+}
+
+impl MemoryJournal {
+    pub fn new(limits: JournalLimits) -> MemoryJournal {
+        MemoryJournal {
+            shared: Arc::new(Shared {
+                limits,
+                index: Mutex::new(Index {
+                    runs: HashMap::new(),
+                    order: VecDeque::new(),
+                    threads: HashMap::new(),
+                    swept: Instant::now(),
+                }),
+                bytes: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    /// A new run, with one listener (the client that started it).
+    pub fn open(&self, key: String, identity: RunIdentity) -> Arc<RunLog> {
+        let log = Arc::new(RunLog {
+            key: key.clone(),
+            identity,
+            journal: Arc::downgrade(&self.shared),
+            state: Mutex::new(LogState {
+                chunks: VecDeque::new(),
+                bytes: 0,
+                first: 1,
+                last: 0,
+                finished_at: None,
+                listeners: 1,
+                last_left: Instant::now(),
+                counted: true,
+            }),
+            last: watch::channel(0).0,
+        });
+        let Ok(mut index) = self.shared.index.lock() else {
+            return log;
+        };
+        let limits = &self.shared.limits;
+        if index.swept.elapsed() >= SWEEP_EVERY {
+            index.swept = Instant::now();
+            let expired: Vec<String> = index
+                .runs
+                .values()
+                .filter(|run| run.expired(limits.ttl))
+                .map(|run| run.key.clone())
+                .collect();
+            for key in expired {
+                self.shared.remove(&mut index, &key);
+            }
+        }
+        while index.runs.len() >= limits.max_runs.max(1) {
+            // The oldest finished run, else the oldest of all (its pump
+            // goes on; it just cannot be resumed any more).
+            let victim = index
+                .order
+                .iter()
+                .find(|k| index.runs.get(*k).is_some_and(|r| r.is_finished()))
+                .or(index.order.front())
+                .cloned();
+            match victim {
+                Some(victim) => self.shared.remove(&mut index, &victim),
+                None => break,
+            }
+        }
+        if let Some((thread, run_id)) = &log.identity.thread {
+            let runs = index.threads.entry(*thread).or_default();
+            runs.push_back((run_id.clone(), key.clone()));
+            if runs.len() > RUNS_PER_THREAD {
+                runs.pop_front();
+            }
+        }
+        index.order.push_back(key.clone());
+        index.runs.insert(key, log.clone());
+        log
+    }
+
+    /// The run an event id names, unless it expired.
+    pub fn find(&self, key: &str) -> Option<Arc<RunLog>> {
+        let index = self.shared.index.lock().ok()?;
+        let log = index.runs.get(key)?;
+        (!log.expired(self.shared.limits.ttl)).then(|| log.clone())
+    }
+
+    /// A thread's run: the one named, else the latest.
+    pub fn thread_run(&self, thread: &ThreadRef, run_id: Option<&str>) -> Option<Arc<RunLog>> {
+        let index = self.shared.index.lock().ok()?;
+        let runs = index.threads.get(thread)?;
+        let (_, key) = match run_id {
+            Some(id) => runs.iter().rev().find(|(run, _)| run == id)?,
+            None => runs.back()?,
+        };
+        let log = index.runs.get(key)?;
+        (!log.expired(self.shared.limits.ttl)).then(|| log.clone())
+    }
+
+    /// Runs and frame bytes held (for metrics and tests).
+    pub fn usage(&self) -> (usize, usize) {
+        let runs = self.shared.index.lock().map_or(0, |index| index.runs.len());
+        (runs, self.shared.bytes.load(Ordering::Relaxed))
+    }
+}
+
+impl Shared {
+    fn remove(&self, index: &mut Index, key: &str) {
+        let Some(log) = index.runs.remove(key) else {
+            return;
+        };
+        index.order.retain(|k| k != key);
+        if let Some((thread, _)) = &log.identity.thread
+            && let Some(runs) = index.threads.get_mut(thread)
+        {
+            runs.retain(|(_, k)| k != key);
+            if runs.is_empty() {
+                index.threads.remove(thread);
+            }
+        }
+        if let Ok(mut state) = log.state.lock() {
+            self.bytes.fetch_sub(state.bytes, Ordering::Relaxed);
+            state.counted = false;
+            // A finished run's frames go now; a live one keeps what its
+            // followers still read.
+            if state.finished_at.is_some() {
+                state.bytes = 0;
+                state.chunks.clear();
+                state.first = state.last + 1;
+            }
+        }
+    }
+
+    /// Over `max_bytes`: finished runs go, oldest first; if that is not
+    /// enough, `growing` loses its oldest frames.
+    fn make_room(&self, growing: &RunLog) {
+        let Ok(mut index) = self.index.lock() else {
+            return;
+        };
+        while self.bytes.load(Ordering::Relaxed) > self.limits.max_bytes {
+            let victim = index
+                .order
+                .iter()
+                .find(|k| index.runs.get(*k).is_some_and(|r| r.is_finished()))
+                .cloned();
+            match victim {
+                Some(victim) => self.remove(&mut index, &victim),
+                None => break,
+            }
+        }
+        drop(index);
+        let over = self
+            .bytes
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.limits.max_bytes);
+        if over > 0 {
+            let freed = growing.trim(|state| state.bytes.saturating_sub(over));
+            self.bytes.fetch_sub(freed, Ordering::Relaxed);
+        }
+    }
+}
+
+impl RunLog {
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    pub fn identity(&self) -> &RunIdentity {
+        &self.identity
+    }
+
+    /// What the converter wrote for one upstream read: frames up to
+    /// number `last`, the run's terminal event among them if `terminal`.
+    pub fn append(&self, last: u64, bytes: Bytes, terminal: bool) {
+        let Some(journal) = self.journal.upgrade() else {
+            return;
+        };
+        let mut added = bytes.len();
+        let counted = {
+            let Ok(mut state) = self.state.lock() else {
+                return;
+            };
+            if terminal {
+                state.finished_at = Some(Instant::now());
+            }
+            if last > state.last {
+                let first = state.last + 1;
+                state.chunks.push_back(Chunk { first, last, bytes });
+                state.last = last;
+                state.bytes += added;
+            } else {
+                added = 0;
+            }
+            state.counted
+        };
+        let limit = journal.limits.max_run_bytes;
+        let removed = self.trim(|_| limit);
+        self.last.send_replace(last);
+        if !counted {
+            return;
+        }
+        let total = journal.bytes.fetch_add(added, Ordering::Relaxed) + added;
+        journal.bytes.fetch_sub(removed, Ordering::Relaxed);
+        if total.saturating_sub(removed) > journal.limits.max_bytes {
+            journal.make_room(self);
+        }
+    }
+
+    /// Drops the oldest chunks (never the last) until the log holds no more
+    /// than `keep(state)` bytes; returns the bytes freed.
+    fn trim(&self, keep: impl Fn(&LogState) -> usize) -> usize {
+        let Ok(mut state) = self.state.lock() else {
+            return 0;
+        };
+        let keep = keep(&state);
+        let mut freed = 0;
+        while state.bytes > keep && state.chunks.len() > 1 {
+            if let Some(chunk) = state.chunks.pop_front() {
+                state.bytes -= chunk.bytes.len();
+                freed += chunk.bytes.len();
+                state.first = chunk.last + 1;
+            }
+        }
+        freed
+    }
+
+    /// The run ended without writing its terminal event (the process is
+    /// going away): followers stop waiting.
+    pub fn close(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.finished_at.get_or_insert_with(Instant::now);
+        }
+        self.last.send_modify(|_| {});
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.state
+            .lock()
+            .map_or(true, |state| state.finished_at.is_some())
+    }
+
+    fn expired(&self, ttl: Duration) -> bool {
+        self.state.lock().map_or(true, |state| {
+            state.finished_at.is_some_and(|at| at.elapsed() >= ttl)
+        })
+    }
+
+    /// The frames after number `after`, from the first kept one on.
+    pub fn read_after(&self, after: u64) -> Result<Slice, ResumeError> {
+        let state = self.state.lock().map_err(|_| ResumeError::Unknown)?;
+        if after > state.last {
+            // An id this run never wrote.
+            return Err(ResumeError::Unknown);
+        }
+        if after < state.last && after + 1 < state.first {
+            return Err(ResumeError::TooOld);
+        }
+        let mut frames = Vec::new();
+        for chunk in state.chunks.iter().filter(|c| c.last > after) {
+            if chunk.first > after {
+                frames.push(chunk.bytes.clone());
+                continue;
+            }
+            let start =
+                frame_start(&chunk.bytes, &self.key, after + 1).ok_or(ResumeError::TooOld)?;
+            frames.push(chunk.bytes.slice(start..));
+        }
+        Ok(Slice {
+            frames,
+            last: state.last.max(after),
+            finished: state.finished_at.is_some(),
+        })
+    }
+
+    pub fn watch(&self) -> watch::Receiver<u64> {
+        self.last.subscribe()
+    }
+
+    /// A client started following the run.
+    pub fn attach(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.listeners += 1;
+        }
+    }
+
+    /// A client stopped following the run.
+    pub fn detach(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.listeners = state.listeners.saturating_sub(1);
+            if state.listeners == 0 {
+                state.last_left = Instant::now();
+            }
+        }
+    }
+
+    /// When a run nobody follows is given up (`None` while someone does).
+    pub fn abandon_at(&self, grace: Duration) -> Option<Instant> {
+        let state = self.state.lock().ok()?;
+        (state.listeners == 0).then(|| state.last_left + grace)
+    }
+}
+
+/// Where frame `n` starts in a chunk: every frame opens with its id line.
+fn frame_start(chunk: &[u8], key: &str, n: u64) -> Option<usize> {
+    let needle = format!("id: {key}.{n}\n");
+    let needle = needle.as_bytes();
+    if chunk.starts_with(needle) {
+        return Some(0);
+    }
+    // Frames end with a blank line, so a frame's start follows "\n\n".
+    chunk
+        .windows(needle.len() + 2)
+        .position(|w| w.starts_with(b"\n\n") && &w[2..] == needle)
+        .map(|at| at + 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::Owner;
+
+    const KEY: &str = "0123456789abcdef";
+
+    fn identity(thread: Option<(&str, &str)>) -> RunIdentity {
+        RunIdentity {
+            owner: Owner::of("a", "", &Default::default(), "POST", "/agui", b"{}"),
+            thread: thread.map(|(t, r)| (ThreadRef::new("a", "", t), r.to_owned())),
+        }
+    }
+
+    fn frames(from: u64, to: u64) -> Bytes {
+        let mut out = String::new();
+        for n in from..=to {
+            out.push_str(&format!("id: {KEY}.{n}\ndata: {{\"n\":{n}}}\n\n"));
+        }
+        Bytes::from(out)
+    }
+
+    fn joined(slice: &Slice) -> String {
+        slice
+            .frames
+            .iter()
+            .map(|f| String::from_utf8_lossy(f).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn reads_resume_inside_a_chunk_and_across_chunks() {
+        let journal = MemoryJournal::new(JournalLimits::default());
+        let log = journal.open(KEY.to_owned(), identity(None));
+        log.append(3, frames(1, 3), false);
+        log.append(12, frames(4, 12), true);
+        for after in 0..=12 {
+            let slice = log.read_after(after).unwrap();
+            let expected = if after == 12 {
+                String::new()
+            } else {
+                String::from_utf8_lossy(&frames(after + 1, 12)).into_owned()
+            };
+            assert_eq!(joined(&slice), expected, "after {after}");
+            assert_eq!(slice.last, 12);
+            assert!(slice.finished);
+        }
+        assert_eq!(log.read_after(13).err(), Some(ResumeError::Unknown));
+        // Frame 1 is not mistaken for frame 11, nor frame 2 for frame 12.
+        assert!(joined(&log.read_after(10).unwrap()).starts_with(&format!("id: {KEY}.11\n")));
+    }
+
+    #[test]
+    fn a_run_keeps_its_latest_bytes_and_refuses_older_ids() {
+        let limits = JournalLimits {
+            max_run_bytes: 200,
+            ..JournalLimits::default()
+        };
+        let journal = MemoryJournal::new(limits);
+        let log = journal.open(KEY.to_owned(), identity(None));
+        for n in 1..=20 {
+            log.append(n, frames(n, n), false);
+        }
+        let (_, bytes) = journal.usage();
+        assert!(bytes <= 200, "{bytes}");
+        assert_eq!(log.read_after(1).err(), Some(ResumeError::TooOld));
+        let slice = log.read_after(19).unwrap();
+        assert_eq!(joined(&slice), String::from_utf8_lossy(&frames(20, 20)));
+        // The latest frame is kept even when it alone is too large.
+        log.append(21, Bytes::from(vec![b'x'; 500]), false);
+        assert_eq!(log.read_after(20).unwrap().frames.len(), 1);
+    }
+
+    #[test]
+    fn the_journal_bounds_runs_bytes_and_time() {
+        let limits = JournalLimits {
+            max_runs: 3,
+            max_bytes: 1_000,
+            ttl: Duration::ZERO,
+            ..JournalLimits::default()
+        };
+        let journal = MemoryJournal::new(limits);
+        let keys: Vec<String> = (0..5).map(|i| format!("{i:016x}")).collect();
+        let live = journal.open(keys[0].clone(), identity(None));
+        for key in &keys[1..] {
+            let log = journal.open(key.clone(), identity(None));
+            log.append(1, Bytes::from_static(b"id: x.1\n\n"), true);
+        }
+        // Finished runs went first; the live one stayed.
+        assert_eq!(journal.usage().0, 3);
+        assert!(journal.find(&keys[0]).is_some());
+        // A zero TTL: finished runs are gone for lookups at once.
+        assert!(journal.find(&keys[4]).is_none());
+        for n in 1..=100 {
+            live.append(n, Bytes::from(vec![b'y'; 100]), false);
+        }
+        assert!(journal.usage().1 <= 1_000, "{:?}", journal.usage());
+    }
+
+    #[test]
+    fn threads_find_their_latest_or_named_run() {
+        let journal = MemoryJournal::new(JournalLimits::default());
+        journal.open("a".repeat(16), identity(Some(("t1", "r1"))));
+        journal.open("b".repeat(16), identity(Some(("t1", "r2"))));
+        journal.open("c".repeat(16), identity(Some(("t2", "r1"))));
+        let t1 = ThreadRef::new("a", "", "t1");
+        assert_eq!(journal.thread_run(&t1, None).unwrap().key(), "b".repeat(16));
+        assert_eq!(
+            journal.thread_run(&t1, Some("r1")).unwrap().key(),
+            "a".repeat(16)
+        );
+        assert!(journal.thread_run(&t1, Some("r9")).is_none());
+        assert!(
+            journal
+                .thread_run(&ThreadRef::new("a", "other caller", "t1"), None)
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn listeners_decide_when_a_run_is_abandoned() {
+        let journal = MemoryJournal::new(JournalLimits::default());
+        let log = journal.open(KEY.to_owned(), identity(None));
+        assert_eq!(log.abandon_at(Duration::from_secs(1)), None);
+        log.attach();
+        log.detach();
+        assert_eq!(log.abandon_at(Duration::from_secs(1)), None);
+        log.detach();
+        assert!(log.abandon_at(Duration::from_secs(1)).is_some());
+    }
+}

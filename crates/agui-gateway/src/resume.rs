@@ -1,0 +1,142 @@
+//! Continuing journaled runs: a reconnect (the original request again,
+//! with `Last-Event-ID`) and AG-UI `connect` (a thread's run from its
+//! first event). Neither ever calls the upstream: a run has one upstream
+//! call however many clients follow it.
+
+use a2a_agui::ErrorCode;
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+use crate::error::ApiError;
+use crate::journal::{self, EventId, Owner, ResumeError, RunLog, ThreadRef};
+use crate::relay;
+use crate::state::AppState;
+use crate::upstream::Agent;
+
+/// A thread or run id longer than this names nothing the gateway keeps.
+const MAX_ID_BYTES: usize = 1024;
+
+/// `Some` stream when the request carries `Last-Event-ID`: the events of
+/// its run after that id, then live. The request must be the one that
+/// started the run (`owner`), else 409; an id the journal no longer
+/// keeps gets 410.
+pub fn reconnect(
+    state: &AppState,
+    headers: &HeaderMap,
+    owner: &Owner,
+) -> Result<Option<Response>, ApiError> {
+    let Some(id) = EventId::from_headers(headers) else {
+        return Ok(None);
+    };
+    let id = id?;
+    let log = state
+        .journal
+        .as_ref()
+        .and_then(|journal| journal.find(&id.key))
+        .ok_or(ResumeError::Unknown)?;
+    if log.identity().owner != *owner {
+        return Err(ResumeError::Mismatch.into());
+    }
+    follow(state, log, id.n).map(Some)
+}
+
+fn follow(state: &AppState, log: std::sync::Arc<RunLog>, after: u64) -> Result<Response, ApiError> {
+    let stream = journal::follow(log, after, state.config.keepalive)?;
+    state.metrics.count_resumed();
+    Ok(relay::sse_response(Body::from_stream(stream)))
+}
+
+/// `POST …/agui/connect` with `{threadId, runId?}`, or a whole
+/// `RunAgentInput` (whose `runId` a client made up, so it is not used):
+/// the thread's latest run (or the one named), from its first event, then
+/// live; 204 when the gateway keeps none. With `Last-Event-ID` of that
+/// run, from after that event.
+pub fn connect(
+    state: &AppState,
+    agent: &Agent,
+    scope: &str,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<Response, ApiError> {
+    state.metrics.count_request("connect");
+    let (thread_id, run_id) = read_connect(body)?;
+    let thread = ThreadRef::new(agent.name(), scope, &thread_id);
+    let Some(log) = state
+        .journal
+        .as_ref()
+        .and_then(|journal| journal.thread_run(&thread, run_id.as_deref()))
+    else {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    };
+    let after = match EventId::from_headers(headers) {
+        None => 0,
+        Some(id) => {
+            let id = id?;
+            if id.key != log.key() {
+                return Err(ResumeError::Mismatch.into());
+            }
+            id.n
+        }
+    };
+    follow(state, log, after)
+}
+
+fn read_connect(body: &[u8]) -> Result<(String, Option<String>), ApiError> {
+    let invalid = |why: &str| {
+        ApiError::bad_request(
+            ErrorCode::InvalidRunInput,
+            format!("connect: {why}: send {{\"threadId\": \"…\", \"runId\": \"…\" (optional)}}"),
+        )
+    };
+    let value: Value = serde_json::from_slice(body).map_err(|_| invalid("the body is not JSON"))?;
+    let id = |key: &str| match value.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(id)) if !id.is_empty() && id.len() <= MAX_ID_BYTES => {
+            Ok(Some(id.clone()))
+        }
+        Some(_) => Err(invalid(&format!(
+            "{key} must be a non-empty string of at most {MAX_ID_BYTES} bytes"
+        ))),
+    };
+    let thread_id = id("threadId")?.ok_or_else(|| invalid("threadId is missing"))?;
+    // A whole RunAgentInput (CopilotKit's connect, `connectAgent()`) has a
+    // runId made up for the request, not one of the thread's runs.
+    let run_id = match value.get("messages") {
+        Some(_) => None,
+        None => id("runId")?,
+    };
+    Ok((thread_id, run_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connect_bodies() {
+        let read = |body: &str| read_connect(body.as_bytes()).map_err(|e| e.code);
+        assert_eq!(read(r#"{"threadId":"t"}"#), Ok(("t".to_owned(), None)));
+        assert_eq!(
+            read(r#"{"threadId":"t","runId":"r"}"#),
+            Ok(("t".to_owned(), Some("r".to_owned())))
+        );
+        assert_eq!(
+            read(r#"{"threadId":"t","runId":"made-up","messages":[]}"#),
+            Ok(("t".to_owned(), None))
+        );
+        for bad in [
+            "",
+            "[]",
+            "{}",
+            r#"{"threadId":""}"#,
+            r#"{"threadId":7}"#,
+            r#"{"threadId":"t","runId":3}"#,
+        ] {
+            assert_eq!(read(bad), Err(ErrorCode::InvalidRunInput), "{bad:?}");
+        }
+        let long = format!(r#"{{"threadId":"{}"}}"#, "x".repeat(MAX_ID_BYTES + 1));
+        assert_eq!(read(&long), Err(ErrorCode::InvalidRunInput));
+    }
+}

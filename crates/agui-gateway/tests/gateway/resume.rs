@@ -1,0 +1,224 @@
+//! Streams that survive (issue 13): a client cut mid-run continues with
+//! `Last-Event-ID` and gets exactly the rest; a run whose client went away
+//! goes on, journaled, for `detach_grace_secs`, then is cancelled; `connect`
+//! replays a thread's run; the upstream runs the task once whatever the
+//! clients do.
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use crate::support::{
+    Process, agent, agui_events, assert_valid_run, client, gateway_for, http_get, received_by,
+    text_of,
+};
+
+/// Frames of an SSE body without keep-alive comments.
+fn frames(body: &str) -> Vec<&str> {
+    body.split_inclusive("\n\n")
+        .filter(|f| !f.starts_with(':'))
+        .collect()
+}
+
+fn id_of(frame: &str) -> &str {
+    frame
+        .lines()
+        .find_map(|l| l.strip_prefix("id: "))
+        .unwrap_or_else(|| panic!("no id in {frame:?}"))
+}
+
+/// Reads whole frames until `count` of them came, then drops the
+/// connection; returns what was read (whole frames only).
+async fn read_then_cut(response: reqwest::Response, count: usize) -> String {
+    assert_eq!(response.status(), 200);
+    let mut body = response.bytes_stream();
+    let mut seen = String::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while frames(&seen[..seen.rfind("\n\n").map_or(0, |i| i + 2)]).len() < count {
+        assert!(Instant::now() < deadline, "too few frames: {seen}");
+        let chunk = body.next().await.expect("more").expect("bytes");
+        seen.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    let whole = seen.rfind("\n\n").map_or(0, |i| i + 2);
+    seen.truncate(whole);
+    seen
+}
+
+fn run_input(thread: &str, text: &str) -> Value {
+    json!({ "threadId": thread, "runId": format!("{thread}-run"),
+        "messages": [{ "id": format!("{thread}-u1"), "role": "user", "content": text }] })
+}
+
+async fn post(url: &str, body: &Value, last_event_id: Option<&str>) -> reqwest::Response {
+    let mut request = client().post(url).json(body);
+    if let Some(id) = last_event_id {
+        request = request.header("Last-Event-ID", id);
+    }
+    request.send().await.unwrap()
+}
+
+/// The messages the input agent got for one thread.
+async fn runs_of(agent: &Process, thread: &str) -> usize {
+    received_by(agent)
+        .await
+        .iter()
+        .filter(|m| m["contextId"] == thread)
+        .count()
+}
+
+#[tokio::test]
+async fn a_cut_stream_continues_from_its_last_id_and_the_agent_runs_once() {
+    let agent = agent("input");
+    let gw = gateway_for(&agent.url(), &[]);
+    let url = format!("{}/agui", gw.url());
+    let input = run_input("resume-1", "count 15 60");
+
+    // Cut after 5 frames, then after 3 more, then read to the end.
+    let mut whole = read_then_cut(post(&url, &input, None).await, 5).await;
+    let last = id_of(frames(&whole).last().unwrap()).to_owned();
+    let more = read_then_cut(post(&url, &input, Some(&last)).await, 3).await;
+    whole.push_str(&more);
+    let last = id_of(frames(&whole).last().unwrap()).to_owned();
+    let rest = post(&url, &input, Some(&last)).await;
+    assert_eq!(rest.status(), 200);
+    whole.push_str(&rest.text().await.unwrap());
+
+    // One run, ids 1, 2, 3, … with none missing or twice.
+    let frames_seen = frames(&whole);
+    for (n, frame) in frames_seen.iter().enumerate() {
+        let (_, number) = id_of(frame).split_once('.').unwrap();
+        assert_eq!(number, (n + 1).to_string(), "{whole}");
+    }
+    let events = agui_events(&whole);
+    assert_eq!(assert_valid_run(&events)["type"], "RUN_FINISHED", "{whole}");
+    let expected: String = (1..=15).map(|i| format!("{i} ")).collect();
+    assert_eq!(text_of(&events), expected);
+
+    // `connect` replays the same run: byte for byte what the cut client
+    // put together.
+    let connect = post(
+        &format!("{}/agui/connect", gw.url()),
+        &json!({ "threadId": "resume-1" }),
+        None,
+    )
+    .await;
+    assert_eq!(connect.status(), 200);
+    let replay = connect.text().await.unwrap();
+    assert_eq!(frames(&replay), frames_seen);
+    // From the end: nothing more, at once.
+    let at_end = post(&url, &input, Some(&last_id(&whole))).await;
+    assert_eq!(at_end.status(), 200);
+    assert_eq!(frames(&at_end.text().await.unwrap()).len(), 0);
+
+    // The upstream got the request once.
+    assert_eq!(runs_of(&agent, "resume-1").await, 1);
+
+    // Another request naming the run: 409; an id never written: 410; a
+    // thread with no run: 204.
+    let other = post(&url, &run_input("resume-1", "count 3 10"), Some(&last)).await;
+    assert_eq!(other.status(), 409);
+    let error: Value = other.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "RUN_MISMATCH");
+    let key = last.split_once('.').unwrap().0;
+    let future = post(&url, &input, Some(&format!("{key}.999"))).await;
+    assert_eq!(future.status(), 410);
+    let none = post(
+        &format!("{}/agui/connect", gw.url()),
+        &json!({ "threadId": "no-such-thread" }),
+        None,
+    )
+    .await;
+    assert_eq!(none.status(), 204);
+    let bad = post(&format!("{}/agui/connect", gw.url()), &json!({}), None).await;
+    assert_eq!(bad.status(), 400);
+}
+
+fn last_id(body: &str) -> String {
+    id_of(frames(body).last().unwrap()).to_owned()
+}
+
+#[tokio::test]
+async fn a_run_goes_on_without_its_client_and_a_negotiated_stream_resumes_too() {
+    let agent = agent("input");
+    let gw = gateway_for(&agent.url(), &[]);
+    // The seed's negotiated route: the same contract.
+    let url = format!("{}/v1/agents/default/stream?format=agui", gw.url());
+    let seed = json!({ "request": { "role": "user", "contextId": "resume-2",
+        "parts": [{ "text": "count 10 50" }] } });
+    let cut = read_then_cut(post(&url, &seed, None).await, 3).await;
+    // Gone for longer than the rest of the run takes: it finished without us.
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let rest = post(&url, &seed, Some(&last_id(&cut))).await;
+    assert_eq!(rest.status(), 200);
+    let whole = format!("{cut}{}", rest.text().await.unwrap());
+    let events = agui_events(&whole);
+    assert_eq!(assert_valid_run(&events)["type"], "RUN_FINISHED", "{whole}");
+    let expected: String = (1..=10).map(|i| format!("{i} ")).collect();
+    assert_eq!(text_of(&events), expected);
+    assert_eq!(runs_of(&agent, "resume-2").await, 1);
+    let metrics = http_get(format!("{}/metrics", gw.url()))
+        .await
+        .text()
+        .await
+        .unwrap();
+    for needle in [
+        "agui_gateway_detached_runs_total 1",
+        "agui_gateway_resumed_streams_total 1",
+        "agui_gateway_journal_runs 1",
+    ] {
+        assert!(metrics.contains(needle), "{needle}:\n{metrics}");
+    }
+}
+
+#[tokio::test]
+async fn a_run_nobody_comes_back_to_is_cancelled_after_the_grace() {
+    let agent = agent("input");
+    let gw = gateway_for(
+        &agent.url(),
+        &["--detach-grace-secs", "1", "--cancel-on-disconnect"],
+    );
+    let url = format!("{}/agui", gw.url());
+    let input = run_input("resume-3", "count 100 100");
+    let cut = read_then_cut(post(&url, &input, None).await, 4).await;
+    let left = Instant::now();
+    let deadline = left + Duration::from_secs(10);
+    loop {
+        let received = received_by(&agent).await;
+        if received.iter().any(|m| m.get("cancel").is_some()) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no cancel: {received:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        left.elapsed() >= Duration::from_millis(900),
+        "cancelled before the grace"
+    );
+    // A late reconnect learns how the run ended.
+    let rest = post(&url, &input, Some(&last_id(&cut))).await;
+    let whole = format!("{cut}{}", rest.text().await.unwrap());
+    let events = agui_events(&whole);
+    let last = assert_valid_run(&events);
+    assert_eq!(last["code"], "CLIENT_DISCONNECTED", "{whole}");
+}
+
+#[tokio::test]
+async fn without_a_journal_a_reconnect_is_refused_and_a_cut_run_ends() {
+    let agent = agent("input");
+    let gw = gateway_for(&agent.url(), &["--journal", "off"]);
+    let url = format!("{}/agui", gw.url());
+    let input = run_input("resume-4", "count 5 10");
+    let body = post(&url, &input, None).await.text().await.unwrap();
+    let refused = post(&url, &input, Some(&last_id(&body))).await;
+    assert_eq!(refused.status(), 410);
+    let error: Value = refused.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "RUN_NOT_RESUMABLE");
+    let none = post(
+        &format!("{}/agui/connect", gw.url()),
+        &json!({ "threadId": "resume-4" }),
+        None,
+    )
+    .await;
+    assert_eq!(none.status(), 204);
+}
