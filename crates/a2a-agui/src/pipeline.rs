@@ -71,6 +71,14 @@ impl<I: IdSource> StreamConverter<I> {
         self.ids.as_ref().map_or(0, |ids| ids.last)
     }
 
+    /// The upstream stream broke and the caller re-attached to the task:
+    /// a half-read event of the old stream is dropped, and what the new
+    /// one says is reconciled with what was shown (`Converter::reattach`).
+    pub fn reattach(&mut self) {
+        self.parser.reset();
+        self.converter.reattach();
+    }
+
     /// The state machine (for the run's ids).
     pub fn converter(&self) -> &Converter<I> {
         &self.converter

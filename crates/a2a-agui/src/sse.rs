@@ -80,6 +80,11 @@ impl SseParser {
         }
     }
 
+    /// Forgets a partly read event: the next chunk starts a new stream.
+    pub fn reset(&mut self) {
+        *self = SseParser::new(self.max_event_bytes);
+    }
+
     /// Parses `chunk`, calling `on_event` for each event it completes. After
     /// an error the parser stays failed and reads nothing more.
     pub fn feed<F>(&mut self, mut chunk: &[u8], mut on_event: F) -> Result<(), SseError>

@@ -422,3 +422,87 @@ fn the_checker_itself_rejects_broken_runs() {
     let no_terminal = [json!({"type":"RUN_STARTED","threadId":"t","runId":"r"})];
     assert!(check_sequence(&no_terminal).is_err());
 }
+
+// ---------------------------------------------------------------------------
+// Re-attaching after the upstream broke (issue 13): whatever the cut, the
+// snapshot and the overlap, every chunk is shown once, in order.
+
+fn reattach_task(parts: &[String], state: &str) -> Value {
+    let parts: Vec<Value> = parts
+        .iter()
+        .map(|t| json!({ "kind": "text", "text": t }))
+        .collect();
+    json!({ "kind": "task", "id": "t", "contextId": "c", "status": { "state": state },
+        "artifacts": [{ "artifactId": "a", "name": "answer", "parts": parts }] })
+}
+
+fn reattach_chunk(i: usize, text: &str) -> Value {
+    json!({ "kind": "artifact-update", "taskId": "t", "contextId": "c", "append": i > 0,
+        "artifact": { "artifactId": "a", "name": "answer", "parts": [{ "kind": "text", "text": text }] } })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: ProptestConfig::default().cases.max(512), ..ProptestConfig::default() })]
+
+    /// `count` chunks stream; the connection breaks after `cut` of them.
+    /// The agent taps the task's events for the new stream from chunk
+    /// `tap` on, then reads the task: the stream opens with a snapshot of
+    /// `in_stream` chunks (none from a2a-sdk 0.3). The caller reads the task
+    /// once the stream's first event came (a snapshot of `read` chunks, the
+    /// newest), feeds it, then the stream. Snapshots may overlap the live
+    /// events, never leave a gap. An a2a-sdk 0.3 store (`doubled`) holds
+    /// every chunk after the tap twice and the stream opens with none.
+    #[test]
+    fn a_reattached_stream_shows_every_chunk_once(
+        count in 1usize..24,
+        cut in 0usize..24,
+        tap in 0usize..24,
+        in_stream in 0usize..24,
+        read in 0usize..24,
+        stream_snapshot in any::<bool>(),
+        doubled in any::<bool>(),
+    ) {
+        let chunks: Vec<String> = (0..count).map(|i| format!("w{i} ")).collect();
+        let cut = cut.min(count);
+        let tap = tap.clamp(cut, count);
+        let in_stream = in_stream.clamp(tap, count);
+        let read = read.clamp(in_stream, count);
+        let mut converter = Converter::with_sequential_ids(Options::default());
+        let mut out = Vec::new();
+        converter.push_value(&reattach_task(&[], "working"), &mut out);
+        for (i, text) in chunks.iter().enumerate().take(cut) {
+            converter.push_value(&reattach_chunk(i, text), &mut out);
+        }
+        prop_assert_eq!(converter.reattach_task(), Some("t"));
+        converter.reattach();
+        let stored: Vec<String> = if doubled {
+            chunks[..tap]
+                .iter()
+                .chain(chunks[tap..read].iter().flat_map(|c| [c, c]))
+                .cloned()
+                .collect()
+        } else {
+            chunks[..read].to_vec()
+        };
+        converter.push_value(&reattach_task(&stored, "working"), &mut out);
+        if stream_snapshot && !doubled {
+            converter.push_value(&reattach_task(&chunks[..in_stream], "working"), &mut out);
+        }
+        let live = tap;
+        for (i, text) in chunks.iter().enumerate().skip(live) {
+            converter.push_value(&reattach_chunk(i, text), &mut out);
+        }
+        converter.push_value(&json!({ "kind": "status-update", "taskId": "t", "contextId": "c",
+            "status": { "state": "completed" }, "final": true }), &mut out);
+        converter.finish(StreamEnd::Eof, &mut out);
+        let events: Vec<Value> = out.iter().map(|e| serde_json::to_value(e).unwrap()).collect();
+        check_sequence(&events).map_err(TestCaseError::fail)?;
+        let text: String = events
+            .iter()
+            .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+            .filter_map(|e| e["delta"].as_str())
+            .collect();
+        prop_assert_eq!(text, chunks.concat());
+        prop_assert_eq!(&events.last().unwrap()["type"], "RUN_FINISHED");
+    }
+}

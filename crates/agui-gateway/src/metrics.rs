@@ -29,6 +29,7 @@ pub struct Metrics {
     refused_connections: AtomicU64,
     detached_runs: AtomicU64,
     resumed_streams: AtomicU64,
+    reattached_streams: AtomicU64,
 }
 
 /// Counts one open AG-UI stream for as long as it lives.
@@ -54,6 +55,11 @@ impl Metrics {
     /// A client continued a journaled run (reconnect or connect).
     pub fn count_resumed(&self) {
         self.resumed_streams.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A broken upstream stream was replaced by a resubscription.
+    pub fn count_reattached(&self) {
+        self.reattached_streams.fetch_add(1, Ordering::Relaxed);
     }
 
     /// `delta` is +1 when a connection opens, -1 when it closes.
@@ -141,6 +147,11 @@ impl Metrics {
                 "agui_gateway_resumed_streams_total",
                 "Streams that continued a journaled run (Last-Event-ID or connect).",
                 &self.resumed_streams,
+            ),
+            (
+                "agui_gateway_upstream_reattached_total",
+                "Broken upstream streams replaced by a resubscription to the task.",
+                &self.reattached_streams,
             ),
         ];
         for (name, help, value) in counters {

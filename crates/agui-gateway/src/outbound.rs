@@ -20,8 +20,9 @@ use url::Url;
 
 use crate::error::ApiError;
 use crate::forwarding::{Caller, upstream_headers};
+use crate::random::random_u64;
 use crate::target::{base_url, upstream_url};
-use crate::upstream::{Agent, OutgoingMessage, cancel_request, streaming_request};
+use crate::upstream::{Agent, OutgoingMessage, TaskCall, streaming_request, task_request};
 
 /// What the relay can read: an A2A stream, or one JSON answer.
 const CONVERTED_ACCEPT: &str = "text/event-stream, application/json";
@@ -130,16 +131,31 @@ pub async fn build(
     agent.stream_client.post(url).headers(headers).json(&body)
 }
 
-/// Cancels a task whose client went away, with the run's own headers (the
-/// user's credentials included, as the policy allows).
-pub async fn cancel(agent: &Agent, forwarded: &Forwarded, task: &str) -> RequestBuilder {
+/// A call about one task (cancel, resubscribe, read), with the run's own
+/// headers (the user's credentials included, as the policy allows).
+pub async fn task_call(
+    agent: &Agent,
+    forwarded: &Forwarded,
+    call: TaskCall,
+    task: &str,
+) -> RequestBuilder {
     let (url, version) = agent.endpoint().await;
-    let (body, v10) = cancel_request(version, task, &format!("cancel-{task}"));
+    let rpc_id = format!("agui-gateway-{:x}", random_u64());
+    let (body, v10) = task_request(version, call, task, &rpc_id);
     let mut headers = forwarded.for_gateway_body();
     if v10 {
         speaks_1_0(&mut headers);
     }
+    if call == TaskCall::Subscribe {
+        converted(&mut headers);
+        return agent.stream_client.post(url).headers(headers).json(&body);
+    }
     agent.client.post(url).headers(headers).json(&body)
+}
+
+/// Cancels a task (its client went away, or cancelled an interrupt).
+pub async fn cancel(agent: &Agent, forwarded: &Forwarded, task: &str) -> RequestBuilder {
+    task_call(agent, forwarded, TaskCall::Cancel, task).await
 }
 
 /// The agent card at `path` below the upstream's base.

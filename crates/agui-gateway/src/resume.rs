@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::journal::{self, EventId, Owner, ResumeError, RunLog, ThreadRef};
+use crate::journal::{self, Caller, EventId, Owner, ResumeError, RunLog, ThreadRef};
 use crate::relay;
 use crate::state::AppState;
 use crate::upstream::Agent;
@@ -56,13 +56,13 @@ fn follow(state: &AppState, log: std::sync::Arc<RunLog>, after: u64) -> Result<R
 pub fn connect(
     state: &AppState,
     agent: &Agent,
-    scope: &str,
+    caller: &Caller,
     headers: &HeaderMap,
     body: &Bytes,
 ) -> Result<Response, ApiError> {
     state.metrics.count_request("connect");
     let (thread_id, run_id) = read_connect(body)?;
-    let thread = ThreadRef::new(agent.name(), scope, &thread_id);
+    let thread = ThreadRef::new(agent.name(), caller, &thread_id);
     let Some(log) = state
         .journal
         .as_ref()

@@ -18,7 +18,7 @@ use serde_json::json;
 
 use crate::error::ApiError;
 use crate::forwarding::returned_headers;
-use crate::journal::{Owner, RunIdentity};
+use crate::journal::{Caller, Owner, RunBy, RunIdentity};
 use crate::negotiate::{Negotiated, negotiate, output_format, wants_agui};
 use crate::outbound::{self, Forwarded};
 use crate::random::random_u64;
@@ -159,24 +159,21 @@ async fn agui_run(
     let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get());
     let body = read_body(&state, body).await?;
     let scope = edge::scope(&parts.extensions);
-    let owner = owner(&agent, &scope, &parts, &body);
-    if let Some(resumed) = resume::reconnect(&state, &parts.headers, &owner)? {
+    let run_by = run_by(&agent, &scope, &parts, &body);
+    if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner)? {
         return Ok(resumed);
     }
-    agui::run(state, agent, forwarded, scope, owner, body).await
+    agui::run(state, agent, forwarded, scope, run_by, body).await
 }
 
 /// Who sent which request: a reconnect must be the same.
-fn owner(agent: &Agent, scope: &str, parts: &axum::http::request::Parts, body: &[u8]) -> Owner {
+fn run_by(agent: &Agent, scope: &str, parts: &axum::http::request::Parts, body: &[u8]) -> RunBy {
+    let caller = Caller::of(scope, &parts.headers);
     let uri = parts.uri.path_and_query().map_or("", |p| p.as_str());
-    Owner::of(
-        agent.name(),
-        scope,
-        &parts.headers,
-        parts.method.as_str(),
-        uri,
-        body,
-    )
+    RunBy {
+        owner: Owner::of(agent.name(), &caller, parts.method.as_str(), uri, body),
+        caller,
+    }
 }
 
 async fn connect(State(state): State<SharedState>, request: Request) -> Result<Response, ApiError> {
@@ -184,8 +181,8 @@ async fn connect(State(state): State<SharedState>, request: Request) -> Result<R
     let (parts, body) = request.into_parts();
     edge::allowed(&state, &parts.extensions, &agent)?;
     let body = read_body(&state, body).await?;
-    let scope = edge::scope(&parts.extensions);
-    resume::connect(&state, &agent, &scope, &parts.headers, &body)
+    let caller = Caller::of(&edge::scope(&parts.extensions), &parts.headers);
+    resume::connect(&state, &agent, &caller, &parts.headers, &body)
 }
 
 /// The request body, up to `max_request_bytes` and within
@@ -281,13 +278,13 @@ async fn proxy(
         return passthrough(&state, &agent, parts.method.clone(), url, &forwarded, body).await;
     }
     let scope = edge::scope(&parts.extensions);
-    let owner = owner(&agent, &scope, &parts, &body);
+    let run_by = run_by(&agent, &scope, &parts, &body);
     let seed = match negotiate(&parts.method, &path, &body)? {
         Negotiated::RunAgentInput => {
-            if let Some(resumed) = resume::reconnect(&state, &parts.headers, &owner)? {
+            if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner)? {
                 return Ok(resumed);
             }
-            return agui::run(state, agent, forwarded, scope, owner, body).await;
+            return agui::run(state, agent, forwarded, scope, run_by, body).await;
         }
         Negotiated::NotConvertible => {
             state.metrics.count_request("passthrough");
@@ -296,7 +293,7 @@ async fn proxy(
         Negotiated::Forward => None,
         Negotiated::Build(message) => Some(message),
     };
-    if let Some(resumed) = resume::reconnect(&state, &parts.headers, &owner)? {
+    if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner)? {
         return Ok(resumed);
     }
     state.metrics.count_request("negotiated");
@@ -327,7 +324,7 @@ async fn proxy(
         }
     };
     let identity = RunIdentity {
-        owner,
+        owner: run_by.owner,
         thread: None,
     };
     relay::open(

@@ -526,10 +526,40 @@ pub fn streaming_request(
     )
 }
 
-/// The JSON-RPC body that cancels a task, in the upstream's dialect.
-pub fn cancel_request(version: A2aVersion, task_id: &str, rpc_id: &str) -> (Value, bool) {
+/// A call about one task that the gateway makes itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskCall {
+    /// The client went away, or cancelled an interrupt.
+    Cancel,
+    /// Its events again, after the upstream stream broke.
+    Subscribe,
+    /// The task as stored: what a re-attached stream missed, or how it
+    /// ended.
+    Get,
+}
+
+impl TaskCall {
+    fn method(self, v10: bool) -> &'static str {
+        match (self, v10) {
+            (TaskCall::Cancel, true) => "CancelTask",
+            (TaskCall::Cancel, false) => "tasks/cancel",
+            (TaskCall::Subscribe, true) => "SubscribeToTask",
+            (TaskCall::Subscribe, false) => "tasks/resubscribe",
+            (TaskCall::Get, true) => "GetTask",
+            (TaskCall::Get, false) => "tasks/get",
+        }
+    }
+}
+
+/// The JSON-RPC body of a call about one task, in the upstream's dialect.
+pub fn task_request(
+    version: A2aVersion,
+    call: TaskCall,
+    task_id: &str,
+    rpc_id: &str,
+) -> (Value, bool) {
     let v10 = version == A2aVersion::V10;
-    let method = if v10 { "CancelTask" } else { "tasks/cancel" };
+    let method = call.method(v10);
     (
         json!({ "jsonrpc": "2.0", "id": rpc_id, "method": method, "params": { "id": task_id } }),
         v10,

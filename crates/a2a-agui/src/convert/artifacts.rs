@@ -221,6 +221,13 @@ impl<I: IdSource> Converter<I> {
     pub(super) fn on_artifact(&mut self, mut chunk: ArtifactChunk<'_>, out: &mut Vec<Event>) {
         self.run.saw_task = true;
         let id = chunk.id;
+        if self.resync.is_holding()
+            && let Some(gap) = self.resync.gap_before(id, chunk.parts)
+        {
+            // What a re-attach snapshot held back that this chunk does not
+            // bring again: shown first.
+            self.show_held(id, &gap, out);
+        }
         let key = Segment::artifact(id);
         if !self.blocks.is_text_open_for(key) {
             self.blocks.close_text(out);
@@ -353,6 +360,25 @@ impl<I: IdSource> Converter<I> {
         }
     }
 
+    /// Parts a re-attach snapshot held back, shown now, counted as shown.
+    pub(super) fn show_held(&mut self, id: &str, parts: &[Value], out: &mut Vec<Event>) {
+        let key = Segment::artifact(id);
+        if !self.blocks.is_text_open_for(key) {
+            self.blocks.close_text(out);
+        }
+        Parts::Values(parts).for_each_block(|_, block| self.on_block(block, key, Some(id), out));
+        if let Some(state) = self.artifacts.state(id) {
+            state.parts_seen += parts.len();
+        }
+    }
+
+    /// Everything re-attach snapshots hold, shown now (something else came).
+    pub(super) fn release_held(&mut self, out: &mut Vec<Event>) {
+        for (id, parts) in self.resync.release() {
+            self.show_held(&id, &parts, out);
+        }
+    }
+
     /// Artifacts of a Task snapshot: only parts not yet streamed are new.
     /// Several entries may share one artifactId (their parts concatenate).
     pub(super) fn snapshot_artifacts(&mut self, artifacts: &[Value], out: &mut Vec<Event>) {
@@ -367,11 +393,16 @@ impl<I: IdSource> Converter<I> {
             let streamed = self.artifacts.get(id).map_or(0, |a| a.parts_seen);
             self.artifacts.describe(id, &view.description, out);
             let key = Segment::artifact(id);
-            view.parts
-                .skip(streamed.saturating_sub(start))
-                .for_each_block(|_, block| self.on_block(block, key, Some(id), out));
-            if let Some(state) = self.artifacts.state(id) {
-                state.parts_seen = state.parts_seen.max(start + count);
+            let new = view.parts.skip(streamed.saturating_sub(start));
+            if self.resync.collecting {
+                // Re-attached: held until the live stream shows where it
+                // takes over (`resync`).
+                self.resync.hold(id, new.values());
+            } else {
+                new.for_each_block(|_, block| self.on_block(block, key, Some(id), out));
+                if let Some(state) = self.artifacts.state(id) {
+                    state.parts_seen = state.parts_seen.max(start + count);
+                }
             }
             if let Some(commands) = view.commands {
                 self.artifacts.commands(id, commands, out);

@@ -16,6 +16,7 @@
 mod artifacts;
 mod block;
 mod repeat;
+mod resync;
 mod run;
 mod shared;
 mod status;
@@ -29,6 +30,7 @@ use serde_json::Value;
 
 use self::artifacts::Artifacts;
 use self::block::{Blocks, Segment};
+use self::resync::Resync;
 use self::run::{Ending, Lifecycle};
 use self::status::Origin;
 use self::subagents::Subagents;
@@ -127,6 +129,8 @@ pub struct Converter<I = SequentialIds> {
     shared_state: Option<Value>,
     /// An opening Task snapshot is being read (`status::on_task`).
     replaying: bool,
+    /// Re-attached to the task after the upstream broke (`reattach`).
+    resync: Resync,
 }
 
 impl Converter<SequentialIds> {
@@ -143,6 +147,7 @@ impl<I: IdSource> Converter<I> {
             subagents: Subagents::new(options.version == AguiVersion::V1),
             shared_state: shared::initial(&options),
             replaying: false,
+            resync: Resync::default(),
             options,
             ids,
             run: Lifecycle::default(),
@@ -178,6 +183,24 @@ impl<I: IdSource> Converter<I> {
     /// The A2A context the run belongs to, once known.
     pub fn context_id(&self) -> Option<&str> {
         self.run.context_id.as_deref()
+    }
+
+    /// The task to re-attach to when the upstream stream broke now: the
+    /// run's own task, if the run is still on and the task is not final
+    /// or waiting (an end of input now would be `UPSTREAM_ENDED_EARLY`).
+    pub fn reattach_task(&self) -> Option<&str> {
+        if self.run.is_done() || !matches!(self.run.ending(), Ending::EndedEarly(_)) {
+            return None;
+        }
+        self.run.task_id.as_deref()
+    }
+
+    /// The caller re-attached to the task (a resubscribe, a read of the
+    /// task): Task snapshots and the chunks after them are reconciled with
+    /// what was shown (`resync`). Feed only what shows the task, not the
+    /// agent's refusal.
+    pub fn reattach(&mut self) {
+        self.resync.start();
     }
 
     /// Items that arrived after the terminal event (a trailing Task
@@ -233,6 +256,7 @@ impl<I: IdSource> Converter<I> {
         if self.run.is_done() {
             return;
         }
+        self.release_held(out);
         self.start(None, None, out);
         match end {
             StreamEnd::Failed { code, message } => self.fail_run(code.as_str(), message, out),
@@ -272,6 +296,12 @@ impl<I: IdSource> Converter<I> {
     }
 
     fn push_item(&mut self, item: Item<'_>, out: &mut Vec<Event>) {
+        if !matches!(item, Item::Task(_)) {
+            self.resync.collecting = false;
+        }
+        if self.resync.is_holding() && !matches!(item, Item::Task(_) | Item::Artifact(_)) {
+            self.release_held(out);
+        }
         self.run.items_seen += 1;
         let (context, task) = item.ids();
         self.start(context, task, out);

@@ -38,6 +38,10 @@ impl<I: IdSource> Converter<I> {
     fn on_task_snapshot(&mut self, task: StatusView<'_>, out: &mut Vec<Event>) {
         self.snapshot_artifacts(task.artifacts, out);
         let state = task.status.state;
+        if state.ends_turn() {
+            // Nothing will stream after it: whatever a re-attach holds shows.
+            self.release_held(out);
+        }
         let waiting = matches!(state, TaskState::InputRequired | TaskState::AuthRequired);
         if waiting && self.run.items_seen == 1 {
             // A continuation (or a resubscription) opens with the task as it

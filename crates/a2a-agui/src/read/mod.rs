@@ -193,6 +193,32 @@ impl<'a> Parts<'a> {
         }
     }
 
+    /// One digest per part: its text for a text part (however it was
+    /// read, metadata aside), else the part as JSON. Recognises a chunk
+    /// that a re-attached stream delivers again after a snapshot showed it.
+    pub(crate) fn part_digests(&self) -> Vec<crate::digest::TextDigest> {
+        use crate::digest::TextDigest;
+        match self {
+            Parts::Values(values) => values
+                .iter()
+                .map(|value| match value.as_object().map(part::part_body_of) {
+                    Some(PartBody::Text(text)) => TextDigest::of(text),
+                    _ => TextDigest::of_json(value),
+                })
+                .collect(),
+            Parts::Plain(parts) => parts.iter().map(|p| TextDigest::of(p.text())).collect(),
+        }
+    }
+
+    /// The parts as JSON values (none for the fast reader's plain text,
+    /// which never reads a snapshot).
+    pub(crate) fn values(&self) -> &'a [Value] {
+        match self {
+            Parts::Values(values) => values,
+            Parts::Plain(_) => &[],
+        }
+    }
+
     /// The parts after the first `n`.
     pub(crate) fn skip(self, n: usize) -> Parts<'a> {
         match self {

@@ -29,7 +29,7 @@ use axum::response::Response;
 
 use self::input::{RunRequest, Upstream};
 use crate::error::ApiError;
-use crate::journal::{Owner, RunIdentity, ThreadRef};
+use crate::journal::{RunBy, RunIdentity, ThreadRef};
 use crate::outbound::{self, Forwarded};
 use crate::random::random_u64;
 use crate::relay::{self, Conversion};
@@ -48,7 +48,7 @@ pub async fn run(
     agent: Arc<Agent>,
     headers: Forwarded,
     scope: String,
-    owner: Owner,
+    run_by: RunBy,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     state.metrics.count_request("agui");
@@ -60,9 +60,9 @@ pub async fn run(
         (input.thread_id.clone(), input.run_id.clone(), input.version);
     // `connect` finds the thread's runs by the same agent and caller.
     let identity = RunIdentity {
-        owner,
+        owner: run_by.owner,
         thread: Some((
-            ThreadRef::new(agent.name(), &scope, &thread_id),
+            ThreadRef::new(agent.name(), &run_by.caller, &thread_id),
             run_id.clone(),
         )),
     };

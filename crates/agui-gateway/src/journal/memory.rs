@@ -393,14 +393,18 @@ fn frame_start(chunk: &[u8], key: &str, n: u64) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::Owner;
+    use crate::journal::{Caller, Owner};
 
     const KEY: &str = "0123456789abcdef";
 
+    fn anyone() -> Caller {
+        Caller::of("", &Default::default())
+    }
+
     fn identity(thread: Option<(&str, &str)>) -> RunIdentity {
         RunIdentity {
-            owner: Owner::of("a", "", &Default::default(), "POST", "/agui", b"{}"),
-            thread: thread.map(|(t, r)| (ThreadRef::new("a", "", t), r.to_owned())),
+            owner: Owner::of("a", &anyone(), "POST", "/agui", b"{}"),
+            thread: thread.map(|(t, r)| (ThreadRef::new("a", &anyone(), t), r.to_owned())),
         }
     }
 
@@ -495,7 +499,7 @@ mod tests {
         journal.open("a".repeat(16), identity(Some(("t1", "r1"))));
         journal.open("b".repeat(16), identity(Some(("t1", "r2"))));
         journal.open("c".repeat(16), identity(Some(("t2", "r1"))));
-        let t1 = ThreadRef::new("a", "", "t1");
+        let t1 = ThreadRef::new("a", &anyone(), "t1");
         assert_eq!(journal.thread_run(&t1, None).unwrap().key(), "b".repeat(16));
         assert_eq!(
             journal.thread_run(&t1, Some("r1")).unwrap().key(),
@@ -504,7 +508,10 @@ mod tests {
         assert!(journal.thread_run(&t1, Some("r9")).is_none());
         assert!(
             journal
-                .thread_run(&ThreadRef::new("a", "other caller", "t1"), None)
+                .thread_run(
+                    &ThreadRef::new("a", &Caller::of("key:b", &Default::default()), "t1"),
+                    None
+                )
                 .is_none()
         );
     }

@@ -102,32 +102,34 @@ fn digest(fields: &[&[u8]]) -> [u8; 32] {
     hash.finalize().into()
 }
 
-/// Who started a run and with what request: a reconnect must repeat both.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Owner([u8; 32]);
+/// Who calls, as far as runs go: the authenticated caller
+/// (`edge::scope`), or with authentication off (scope empty) the client's
+/// `Authorization`, which the agent may judge. A run is continued, and a
+/// thread's runs are found, only by the same caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Caller([u8; 32]);
 
-impl Owner {
-    /// `scope` is the authenticated caller (`edge::scope`). With
-    /// authentication off it is empty, and the client's `Authorization`
-    /// (which the agent may judge) stands in for it.
-    pub fn of(
-        agent: &str,
-        scope: &str,
-        headers: &HeaderMap,
-        method: &str,
-        uri: &str,
-        body: &[u8],
-    ) -> Owner {
+impl Caller {
+    pub fn of(scope: &str, headers: &HeaderMap) -> Caller {
         let credential = match scope {
             "" => headers
                 .get(axum::http::header::AUTHORIZATION)
                 .map_or(&b""[..], |v| v.as_bytes()),
             _ => b"",
         };
+        Caller(digest(&[scope.as_bytes(), credential]))
+    }
+}
+
+/// Who started a run and with what request: a reconnect must repeat both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner([u8; 32]);
+
+impl Owner {
+    pub fn of(agent: &str, caller: &Caller, method: &str, uri: &str, body: &[u8]) -> Owner {
         Owner(digest(&[
             agent.as_bytes(),
-            scope.as_bytes(),
-            credential,
+            &caller.0,
             method.as_bytes(),
             uri.as_bytes(),
             body,
@@ -140,13 +142,17 @@ impl Owner {
 pub struct ThreadRef([u8; 32]);
 
 impl ThreadRef {
-    pub fn new(agent: &str, scope: &str, thread_id: &str) -> ThreadRef {
-        ThreadRef(digest(&[
-            agent.as_bytes(),
-            scope.as_bytes(),
-            thread_id.as_bytes(),
-        ]))
+    pub fn new(agent: &str, caller: &Caller, thread_id: &str) -> ThreadRef {
+        ThreadRef(digest(&[agent.as_bytes(), &caller.0, thread_id.as_bytes()]))
     }
+}
+
+/// Who made a request, for the journal: the caller, and the owner a
+/// run it starts would have.
+#[derive(Debug, Clone, Copy)]
+pub struct RunBy {
+    pub caller: Caller,
+    pub owner: Owner,
 }
 
 /// What the journal keeps about a new run besides its frames.
@@ -250,25 +256,32 @@ mod tests {
 
     #[test]
     fn owners_differ_by_every_field() {
-        let headers = HeaderMap::new();
-        let base = Owner::of("a", "", &headers, "POST", "/agui", b"{}");
-        assert_ne!(base, Owner::of("b", "", &headers, "POST", "/agui", b"{}"));
-        assert_ne!(base, Owner::of("a", "k", &headers, "POST", "/agui", b"{}"));
-        assert_ne!(base, Owner::of("a", "", &headers, "PUT", "/agui", b"{}"));
-        assert_ne!(base, Owner::of("a", "", &headers, "POST", "/x", b"{}"));
-        assert_ne!(base, Owner::of("a", "", &headers, "POST", "/agui", b"{ }"));
+        let none = HeaderMap::new();
+        let anyone = Caller::of("", &none);
+        let base = Owner::of("a", &anyone, "POST", "/agui", b"{}");
+        assert_ne!(base, Owner::of("b", &anyone, "POST", "/agui", b"{}"));
+        assert_ne!(
+            base,
+            Owner::of("a", &Caller::of("k", &none), "POST", "/agui", b"{}")
+        );
+        assert_ne!(base, Owner::of("a", &anyone, "PUT", "/agui", b"{}"));
+        assert_ne!(base, Owner::of("a", &anyone, "POST", "/x", b"{}"));
+        assert_ne!(base, Owner::of("a", &anyone, "POST", "/agui", b"{ }"));
         // Fields cannot run into each other.
         assert_ne!(
-            Owner::of("ab", "", &headers, "POST", "/agui", b"{}"),
-            Owner::of("a", "b", &headers, "POST", "/agui", b"{}")
+            Owner::of("a", &anyone, "POST", "/aguiX", b"{}"),
+            Owner::of("a", &anyone, "POST", "/agui", b"X{}")
         );
         let mut bearer = HeaderMap::new();
         bearer.insert("authorization", "Bearer x".parse().unwrap());
-        assert_ne!(base, Owner::of("a", "", &bearer, "POST", "/agui", b"{}"));
-        // With a caller, the caller is the identity.
-        assert_eq!(
-            Owner::of("a", "k", &headers, "POST", "/agui", b"{}"),
-            Owner::of("a", "k", &bearer, "POST", "/agui", b"{}")
+        let alice = Caller::of("", &bearer);
+        assert_ne!(anyone, alice);
+        assert_ne!(base, Owner::of("a", &alice, "POST", "/agui", b"{}"));
+        assert_ne!(
+            ThreadRef::new("a", &anyone, "t"),
+            ThreadRef::new("a", &alice, "t")
         );
+        // With an authenticated caller, the caller is the identity.
+        assert_eq!(Caller::of("k", &none), Caller::of("k", &bearer));
     }
 }

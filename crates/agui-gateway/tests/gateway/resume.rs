@@ -10,8 +10,8 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::support::{
-    Process, agent, agui_events, assert_valid_run, client, gateway_for, http_get, received_by,
-    text_of,
+    CuttableProxy, Process, agent, agui_events, assert_valid_run, client, gateway_for, http_get,
+    received_by, text_of,
 };
 
 /// Frames of an SSE body without keep-alive comments.
@@ -132,6 +132,25 @@ async fn a_cut_stream_continues_from_its_last_id_and_the_agent_runs_once() {
     assert_eq!(none.status(), 204);
     let bad = post(&format!("{}/agui/connect", gw.url()), &json!({}), None).await;
     assert_eq!(bad.status(), 400);
+    // With authentication off, the client's Authorization is who it is:
+    // another credential neither finds the thread nor continues the run.
+    let other = client()
+        .post(format!("{}/agui/connect", gw.url()))
+        .header("Authorization", "Bearer someone-else")
+        .json(&json!({ "threadId": "resume-1" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 204);
+    let other = client()
+        .post(&url)
+        .header("Authorization", "Bearer someone-else")
+        .header("Last-Event-ID", &last)
+        .json(&input)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 409);
 }
 
 fn last_id(body: &str) -> String {
@@ -221,4 +240,117 @@ async fn without_a_journal_a_reconnect_is_refused_and_a_cut_run_ends() {
     )
     .await;
     assert_eq!(none.status(), 204);
+}
+
+/// The port of a process's `http://127.0.0.1:PORT` URL.
+fn socket_of(process: &Process) -> std::net::SocketAddr {
+    let url = process.url();
+    url.trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .expect("host:port")
+}
+
+#[tokio::test]
+async fn a_dropped_upstream_is_re_attached_and_the_client_sees_one_run() {
+    // a2a-sdk 1.3.0 answers a resubscribe with a Task snapshot; 0.3.26
+    // with live events only (the gateway reads the task itself).
+    for name in ["python-v1", "python-v03"] {
+        let agent = agent(name);
+        let proxy = CuttableProxy::start(socket_of(&agent)).await;
+        let gw = gateway_for(&proxy.url(), &[]);
+        let response = post(
+            &format!("{}/agui", gw.url()),
+            &run_input(&format!("heal-{name}"), "drip"),
+            None,
+        )
+        .await;
+        let mut body = response.bytes_stream();
+        let mut seen = String::new();
+        let mut cut = false;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while let Some(chunk) = body.next().await {
+            assert!(Instant::now() < deadline, "{name}: {seen}");
+            seen.push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
+            if !cut && seen.matches("TEXT_MESSAGE_CONTENT").count() >= 3 {
+                proxy.cut();
+                cut = true;
+            }
+        }
+        assert!(cut, "{name}: {seen}");
+        let events = agui_events(&seen);
+        assert_eq!(
+            assert_valid_run(&events)["result"]["state"],
+            "completed",
+            "{name}: {seen}"
+        );
+        // Ten chunks, each the time it was sent: all there, once, in order.
+        let deltas: Vec<u64> = events
+            .iter()
+            .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+            .map(|e| e["delta"].as_str().unwrap().trim().parse().unwrap())
+            .collect();
+        assert_eq!(deltas.len(), 10, "{name}: {deltas:?}");
+        assert!(deltas.windows(2).all(|w| w[0] < w[1]), "{name}: {deltas:?}");
+        let metrics = http_get(format!("{}/metrics", gw.url()))
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            metrics.contains("agui_gateway_upstream_reattached_total 1"),
+            "{name}: {metrics}"
+        );
+    }
+}
+
+/// `clients/agui-resumable` with each real client version: a socket reset
+/// in the middle of a frame, a reconnect with `Last-Event-ID`, and the run
+/// put together is the one `connect` replays; the agent ran once.
+#[tokio::test]
+async fn the_resumable_client_package_recovers_a_cut_run_with_every_client() {
+    let agent = agent("input");
+    let gw = gateway_for(&agent.url(), &[]);
+    let script = crate::support::repo_root().join("clients/agui-resumable/test/resume.test.mjs");
+    let output = tokio::process::Command::new("node")
+        .arg(script)
+        .args(["--gateway", &gw.url(), "--agent", &agent.url()])
+        .output()
+        .await
+        .expect("node runs (tests/conformance/setup.sh installs the clients)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<Value> = stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let clients: Vec<&str> = lines
+        .iter()
+        .map(|l| l["client"].as_str().unwrap())
+        .collect();
+    assert_eq!(clients, ["1.0.0", "0.0.59", "0.0.48"]);
+    let expected: String = (1..=12).map(|i| format!("{i} ")).collect();
+    for line in &lines {
+        assert_eq!(line["error"], Value::Null, "{line}");
+        assert_eq!(line["text"], expected.as_str(), "{line}");
+        assert_eq!(line["sameAsConnect"], true, "{line}");
+        assert!(line["reconnects"].as_u64().unwrap() >= 1, "{line}");
+        assert!(line["cutConnections"].as_u64().unwrap() >= 1, "{line}");
+        assert_eq!(line["emptyConnectOk"], true, "{line}");
+        assert_eq!(line["received"], 1, "the agent ran once: {line}");
+        assert_eq!(line["unhandledRejections"], 0, "{line}");
+        let types = line["types"].as_array().unwrap();
+        assert_eq!(types.first().unwrap(), "RUN_STARTED");
+        assert_eq!(types.last().unwrap(), "RUN_FINISHED");
+        let terminals = types
+            .iter()
+            .filter(|t| *t == "RUN_FINISHED" || *t == "RUN_ERROR")
+            .count();
+        assert_eq!(terminals, 1, "{line}");
+    }
 }

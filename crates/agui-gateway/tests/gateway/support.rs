@@ -449,3 +449,49 @@ async fn fake_rpc(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) -> 
 }
 
 use futures::StreamExt as _;
+
+// ---------------------------------------------------------------------------
+// A loopback TCP proxy a test can cut: every connection open at the time of
+// `cut` is closed at once (both sockets), later ones pass.
+
+pub struct CuttableProxy {
+    pub addr: SocketAddr,
+    cut: Arc<Mutex<tokio_util::sync::CancellationToken>>,
+}
+
+impl CuttableProxy {
+    pub async fn start(target: SocketAddr) -> CuttableProxy {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let cut = Arc::new(Mutex::new(tokio_util::sync::CancellationToken::new()));
+        let tokens = cut.clone();
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let token = tokens.lock().expect("token").clone();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        () = token.cancelled() => {}
+                    }
+                });
+            }
+        });
+        CuttableProxy { addr, cut }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// Closes every connection open now.
+    pub fn cut(&self) {
+        let mut token = self.cut.lock().expect("token");
+        token.cancel();
+        *token = tokio_util::sync::CancellationToken::new();
+    }
+}

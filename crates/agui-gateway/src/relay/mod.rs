@@ -8,6 +8,8 @@
 //! reads on into the journal for `detach_grace_secs`, for a reconnect),
 //! else the upstream response is dropped, which closes its connection.
 
+mod heal;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -17,13 +19,14 @@ use a2a_agui::{
     ErrorCode, Event, Options, OutputFormat, SequentialIds, StreamConverter, StreamEnd,
 };
 use axum::body::Body;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
 
+use self::heal::Healed;
 use crate::error::ApiError;
 use crate::journal::{RunIdentity, RunLog};
 use crate::metrics::Metrics;
@@ -127,6 +130,8 @@ struct RelayState {
     idle_timeout: Duration,
     last_upstream: Instant,
     last_output: Instant,
+    /// Re-attach attempts made (`heal`).
+    reattached: usize,
     finished: bool,
     _active: crate::metrics::ActiveStream,
 }
@@ -211,11 +216,28 @@ impl RelayState {
                             }
                         }
                         Some(Err(err)) => {
-                            let code = if err.is_timeout() { ErrorCode::UpstreamIdleTimeout } else { ErrorCode::UpstreamReadError };
                             tracing::warn!(agent = self.run.agent.name(), "reading the upstream response failed: {err:?}");
-                            return Some(self.fail(code, "reading the upstream agent's response failed".to_owned()));
+                            let code = if err.is_timeout() { ErrorCode::UpstreamIdleTimeout } else { ErrorCode::UpstreamReadError };
+                            let shown = match code {
+                                ErrorCode::UpstreamReadError => match self.reattach().await {
+                                    Healed::Resumed(out) if out.is_empty() => continue,
+                                    Healed::Resumed(out) | Healed::Ended(out) => return Some(out),
+                                    Healed::GaveUp(shown) => shown,
+                                },
+                                _ => Bytes::new(),
+                            };
+                            let failed = self.fail(code, "reading the upstream agent's response failed".to_owned());
+                            return Some(heal::join(vec![shown, failed]));
                         }
-                        None => return Some(self.end_of_body()),
+                        None => {
+                            let shown = match self.reattach().await {
+                                Healed::Resumed(out) if out.is_empty() => continue,
+                                Healed::Resumed(out) | Healed::Ended(out) => return Some(out),
+                                Healed::GaveUp(shown) => shown,
+                            };
+                            let ended = self.end_of_body();
+                            return Some(heal::join(vec![shown, ended]));
+                        }
                     }
                 }
                 _ = self.timer.as_mut() => {
@@ -441,17 +463,14 @@ fn relay(
         idle_timeout,
         last_upstream: Instant::now(),
         last_output: Instant::now(),
+        reattached: 0,
         finished: false,
     };
     let first = match upstream {
         Ok(response) => {
             metrics.observe_upstream_latency(started.elapsed());
             state.upstream_status = response.status();
-            let is_sse = response
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|ct| ct.to_ascii_lowercase().starts_with("text/event-stream"));
+            let is_sse = is_event_stream(response.headers());
             let body: UpstreamBody = Box::pin(response.bytes_stream());
             state.source = if is_sse && state.upstream_status.is_success() {
                 Source::Events(body)
@@ -478,6 +497,13 @@ fn relay(
         Some((Ok(bytes), (attached, None)))
     });
     sse_response(Body::from_stream(body))
+}
+
+fn is_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.to_ascii_lowercase().starts_with("text/event-stream"))
 }
 
 /// The code and the client's message for an upstream call that failed

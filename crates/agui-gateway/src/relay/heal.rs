@@ -1,0 +1,184 @@
+//! Upstream healing: when the upstream stream breaks (a read error, or an
+//! end before the task reached a final or waiting state) while the run's
+//! task is known, the run re-attaches to the task instead of failing.
+//!
+//! Each attempt resubscribes in the agent's dialect (`tasks/resubscribe`,
+//! `SubscribeToTask`), reads the task as stored (`tasks/get`, `GetTask`:
+//! a2a-sdk 0.3 sends no snapshot on resubscribe, and a task that ended
+//! meanwhile refuses one), feeds that snapshot, then the new stream. The
+//! converter shows only what the client has not seen (`Converter::reattach`).
+//! Attempts are bounded in number and time; only when all fail does the
+//! run end in `RUN_ERROR`, as before.
+
+use std::time::{Duration, Instant};
+
+use a2a_agui::{ErrorCode, SseParser};
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::Value;
+
+use super::{RelayState, Source, UpstreamBody, is_event_stream, now_ms};
+use crate::outbound::{self, Forwarded};
+use crate::upstream::{Agent, TaskCall};
+
+/// The pause before each attempt: at most five, about 4 s of pauses in all
+/// (each attempt is bounded by the agent's timeouts besides).
+const ATTEMPT_DELAYS_MS: [u64; 5] = [50, 250, 500, 1_000, 2_000];
+
+/// How long a new stream's first event is awaited: an agent refuses a
+/// resubscribe at once, so a stream silent this long is a live one.
+const PROBE: Duration = Duration::from_secs(1);
+
+/// What re-attaching came to.
+pub(super) enum Healed {
+    /// The run goes on from a new stream; what the snapshot added.
+    Resumed(Bytes),
+    /// The run ended (the task had ended, or the gateway is stopping).
+    Ended(Bytes),
+    /// No attempt worked; what snapshots added on the way, if anything.
+    GaveUp(Bytes),
+}
+
+/// A new stream that did not open with an error, and what was read of it.
+struct Subscribed {
+    body: UpstreamBody,
+    first: Vec<u8>,
+}
+
+impl RelayState {
+    pub(super) async fn reattach(&mut self) -> Healed {
+        if !matches!(self.source, Source::Events(_)) {
+            return Healed::GaveUp(Bytes::new());
+        }
+        let Some(task) = self.stream.converter().reattach_task().map(str::to_owned) else {
+            return Healed::GaveUp(Bytes::new());
+        };
+        let mut shown = Vec::new();
+        while let Some(&delay) = ATTEMPT_DELAYS_MS.get(self.reattached) {
+            self.reattached += 1;
+            tokio::select! {
+                biased;
+                _ = self.stop.as_mut() => {
+                    shown.push(self.fail(ErrorCode::GatewayShuttingDown, "the gateway is shutting down".to_owned()));
+                    return Healed::Ended(join(shown));
+                }
+                () = tokio::time::sleep(Duration::from_millis(delay)) => {}
+            }
+            let (agent, forwarded) = (self.run.agent.clone(), self.run.forwarded.clone());
+            let limit = self.run.max_event_bytes;
+            let subscribed = resubscribe(&agent, &forwarded, &task, limit).await;
+            let snapshot = read_task(&agent, &forwarded, &task, limit).await;
+            self.stream.reattach();
+            if let Some(snapshot) = snapshot {
+                let mut out = Vec::new();
+                if let Err(err) = self.stream.feed_json(&snapshot, now_ms(), &mut out) {
+                    tracing::error!("gateway failed to encode an event: {err}");
+                }
+                shown.push(self.took(out));
+                if self.stream.is_finished() {
+                    self.source = Source::Done;
+                    return Healed::Ended(join(shown));
+                }
+            }
+            let Some(Subscribed { body, first }) = subscribed else {
+                continue;
+            };
+            tracing::info!(
+                agent = self.run.agent.name(),
+                task,
+                "re-attached to the upstream task"
+            );
+            self.run.metrics.count_reattached();
+            self.source = Source::Events(body);
+            self.last_upstream = Instant::now();
+            if let Some(out) = self.feed(&first) {
+                shown.push(out);
+            }
+            return Healed::Resumed(join(shown));
+        }
+        Healed::GaveUp(join(shown))
+    }
+}
+
+/// Resubscribes; `None` when the agent refused (an error answer, or an
+/// error as the stream's first event) or could not be reached.
+async fn resubscribe(
+    agent: &Agent,
+    forwarded: &Forwarded,
+    task: &str,
+    limit: usize,
+) -> Option<Subscribed> {
+    let request = outbound::task_call(agent, forwarded, TaskCall::Subscribe, task);
+    let response = agent.send_stream(request.await).await.ok()?;
+    if !response.status().is_success() || !is_event_stream(response.headers()) {
+        return None;
+    }
+    let mut body: UpstreamBody = Box::pin(response.bytes_stream());
+    let mut parser = SseParser::new(limit);
+    let mut first = Vec::new();
+    let until = tokio::time::Instant::now() + PROBE;
+    loop {
+        let chunk = match tokio::time::timeout_at(until, body.next()).await {
+            // Silent: a live stream waiting for the agent's next event.
+            Err(_) => return Some(Subscribed { body, first }),
+            Ok(Some(Ok(chunk))) => chunk,
+            Ok(_) => return None,
+        };
+        first.extend_from_slice(&chunk);
+        let mut refused = None;
+        let parsed = parser.feed(&chunk, |event| {
+            refused.get_or_insert_with(|| event.name == Some("error") || refuses(event.data));
+        });
+        match refused {
+            Some(true) => return None,
+            Some(false) => return Some(Subscribed { body, first }),
+            None if parsed.is_err() => return None,
+            None => {}
+        }
+    }
+}
+
+/// The task as the agent stores it, when it answers with one.
+async fn read_task(
+    agent: &Agent,
+    forwarded: &Forwarded,
+    task: &str,
+    limit: usize,
+) -> Option<Vec<u8>> {
+    let request = outbound::task_call(agent, forwarded, TaskCall::Get, task).await;
+    let read = async {
+        let response = request.send().await.ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        let mut body = response.bytes_stream();
+        let mut document = Vec::new();
+        while let Some(chunk) = body.next().await {
+            document.extend_from_slice(&chunk.ok()?);
+            if document.len() > limit {
+                return None;
+            }
+        }
+        Some(document)
+    };
+    let document = tokio::time::timeout(agent.config.idle_timeout, read)
+        .await
+        .ok()??;
+    (!refuses(&document)).then_some(document)
+}
+
+/// An error in any envelope (or no JSON at all): the agent's refusal.
+fn refuses(data: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(data)
+        .ok()
+        .is_none_or(|value| a2a_agui::error_report(&value).is_some())
+}
+
+pub(super) fn join(mut parts: Vec<Bytes>) -> Bytes {
+    parts.retain(|part| !part.is_empty());
+    match parts.len() {
+        0 => Bytes::new(),
+        1 => parts.pop().unwrap_or_default(),
+        _ => Bytes::from(parts.concat()),
+    }
+}
