@@ -35,6 +35,7 @@ step "install: AG-UI clients and validator" tests/conformance/setup.sh
 step "install: real A2A agents" bash tests/agents/setup.sh
 step "install: agent frameworks (ADK, fasta2a, Strands, ...)" bash tests/frameworks/setup.sh
 step "install: CopilotKit runtime 1.75.0" bash tests/copilotkit/setup.sh
+step "install: redis-server (Debian, for the shared journal)" bash scripts/apt-install.sh redis-server=redis-server
 step "cargo fmt --check" cargo fmt --all -- --check
 step "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 step "module graphs have no cycle" python3 scripts/module_graph.py --quiet

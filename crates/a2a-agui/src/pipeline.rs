@@ -66,6 +66,14 @@ impl<I: IdSource> StreamConverter<I> {
         self
     }
 
+    /// Frames are numbered on after `last` (at least): a run continued by
+    /// another process numbers on from what was already sent.
+    pub fn number_events_after(&mut self, last: u64) {
+        if let Some(ids) = &mut self.ids {
+            ids.last = ids.last.max(last);
+        }
+    }
+
     /// The number of the last frame written with an id (0 before any).
     pub fn last_event_number(&self) -> u64 {
         self.ids.as_ref().map_or(0, |ids| ids.last)

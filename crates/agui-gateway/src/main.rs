@@ -13,8 +13,9 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use url::Url;
 
-use agui_gateway::config::{AgentConfig, Config, JwtConfig, JwtKey, RateLimit};
+use agui_gateway::config::{AgentConfig, Backend, Config, JwtConfig, JwtKey, RateLimit};
 use agui_gateway::forwarding::{ForwardPolicy, TrustedProxies};
+use agui_gateway::journal::redis::RedisJournal;
 use agui_gateway::server::ConnectionLimits;
 use agui_gateway::state::{AppState, Shutdown};
 
@@ -71,7 +72,7 @@ struct ServeArgs {
     /// Converted streams open at once; past it, new ones get a 503.
     #[arg(long, env = "AGUI_GATEWAY_MAX_STREAMS")]
     max_streams: Option<usize>,
-    /// Where converted runs are journaled for reconnects: memory or off [default: memory].
+    /// Where converted runs are journaled for reconnects: memory, off or redis://HOST[:PORT][/DB] [default: memory].
     #[arg(long, env = "AGUI_GATEWAY_JOURNAL")]
     journal: Option<String>,
     /// Seconds a run goes on after its client went away, for a reconnect [default: 60].
@@ -269,10 +270,8 @@ fn serve_config(args: ServeArgs) -> anyhow::Result<Config> {
         config.public_url = args.public_url;
     }
     if let Some(name) = &args.journal {
-        let Some(backend) = agui_gateway::config::Backend::parse(name) else {
-            bail!("--journal {name:?}: expected memory or off");
-        };
-        config.journal.backend = backend;
+        config.journal.backend = agui_gateway::config::Backend::parse(name)
+            .map_err(|why| anyhow::anyhow!("--journal: {why}"))?;
     }
     if let Some(secs) = args.detach_grace_secs {
         config.journal.detach_grace = Duration::from_secs(secs);
@@ -365,7 +364,18 @@ async fn serve(config: Config, banner: Option<String>) -> anyhow::Result<()> {
         write_timeout: config.limits.write_timeout,
     };
     warn_if_files_run_short(limits.max_connections);
-    let state = Arc::new(AppState::new(config, shutdown.clone())?);
+    let mut state = AppState::new(config, shutdown.clone())?;
+    if let Backend::Redis(url) = &state.config.journal.backend {
+        let journal = RedisJournal::connect(
+            url,
+            state.config.gateway_id.clone(),
+            &state.config.journal.limits,
+        )
+        .await
+        .map_err(|err| anyhow::anyhow!("journal {}: {err}", redacted(url)))?;
+        state.shared = Some(Arc::new(journal));
+    }
+    let state = Arc::new(state);
     for agent in state.agents.values() {
         agent.spawn_card_refresh(shutdown.stop.clone());
     }
@@ -492,6 +502,15 @@ async fn wait_for_signal() {
     }
     #[cfg(not(unix))]
     ctrl_c.await;
+}
+
+/// A Redis URL without its password, for messages.
+fn redacted(url: &url::Url) -> String {
+    let mut url = url.clone();
+    if url.password().is_some() {
+        let _ = url.set_password(Some("***"));
+    }
+    url.to_string()
 }
 
 async fn demo(listen: SocketAddr, delay_ms: u64) -> anyhow::Result<()> {

@@ -13,7 +13,7 @@
 
 use a2a_agui::ErrorCode;
 use axum::body::Bytes;
-use axum::http::{HeaderMap, HeaderValue, Method, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
 use reqwest::RequestBuilder;
 use serde_json::Value;
 use url::Url;
@@ -42,6 +42,36 @@ impl Forwarded {
             &agent.configured_headers,
             &agent.via,
         ))
+    }
+
+    /// The headers as the shared journal keeps them for a takeover: the
+    /// client's only (the agent's configured headers, secrets among them,
+    /// are the replica's own and added back by `restore`); values that
+    /// are not text are left out.
+    pub fn for_journal(&self, agent: &Agent) -> Vec<(String, String)> {
+        self.0
+            .iter()
+            .filter(|(name, _)| {
+                *name != header::VIA && !agent.configured_headers.iter().any(|(n, _)| n == *name)
+            })
+            .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
+            .collect()
+    }
+
+    /// A run's headers on the replica taking it over: the journal's
+    /// client headers through this agent's policy again, this replica's
+    /// configured headers and `Via`.
+    pub fn restore(agent: &Agent, pairs: &[(String, String)]) -> Forwarded {
+        let mut incoming = HeaderMap::new();
+        for (name, value) in pairs {
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                incoming.append(name, value);
+            }
+        }
+        Forwarded::new(agent, &incoming, None)
     }
 
     /// Without the headers that describe the client's body or what the

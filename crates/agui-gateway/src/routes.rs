@@ -160,7 +160,7 @@ async fn agui_run(
     let body = read_body(&state, body).await?;
     let scope = edge::scope(&parts.extensions);
     let run_by = run_by(&agent, &scope, &parts, &body);
-    if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner)? {
+    if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
         return Ok(resumed);
     }
     agui::run(state, agent, forwarded, scope, run_by, body).await
@@ -182,7 +182,7 @@ async fn connect(State(state): State<SharedState>, request: Request) -> Result<R
     edge::allowed(&state, &parts.extensions, &agent)?;
     let body = read_body(&state, body).await?;
     let caller = Caller::of(&edge::scope(&parts.extensions), &parts.headers);
-    resume::connect(&state, &agent, &caller, &parts.headers, &body)
+    resume::connect(&state, &agent, &caller, &parts.headers, &body).await
 }
 
 /// The request body, up to `max_request_bytes` and within
@@ -281,7 +281,7 @@ async fn proxy(
     let run_by = run_by(&agent, &scope, &parts, &body);
     let seed = match negotiate(&parts.method, &path, &body)? {
         Negotiated::RunAgentInput => {
-            if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner)? {
+            if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
                 return Ok(resumed);
             }
             return agui::run(state, agent, forwarded, scope, run_by, body).await;
@@ -293,7 +293,7 @@ async fn proxy(
         Negotiated::Forward => None,
         Negotiated::Build(message) => Some(message),
     };
-    if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner)? {
+    if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
         return Ok(resumed);
     }
     state.metrics.count_request("negotiated");

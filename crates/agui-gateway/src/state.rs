@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::{AuthSetupError, Authenticator};
 use crate::config::Config;
 use crate::error::ApiError;
-use crate::journal::{Backend, MemoryJournal};
+use crate::journal::MemoryJournal;
+use crate::journal::redis::RedisJournal;
 use crate::metrics::Metrics;
 use crate::ratelimit::RateLimiter;
 use crate::upstream::Agent;
@@ -30,6 +31,9 @@ pub struct AppState {
     /// Converted runs, for reconnects, detached runs and `connect`
     /// (`None` with `journal = "off"`).
     pub journal: Option<MemoryJournal>,
+    /// With `journal = "redis://…"`: the runs every replica shares (set by
+    /// the binary once connected).
+    pub shared: Option<Arc<RedisJournal>>,
 }
 
 pub type SharedState = Arc<AppState>;
@@ -69,7 +73,10 @@ impl AppState {
             let agent = Agent::new(agent, &config.gateway_id, &config.limits)?;
             agents.insert(agent.name().to_owned(), Arc::new(agent));
         }
-        let journal = (config.journal.backend == Backend::Memory)
+        let journal = config
+            .journal
+            .backend
+            .is_on()
             .then(|| MemoryJournal::new(config.journal.limits));
         Ok(AppState {
             streams: Arc::new(Semaphore::new(config.limits.max_streams)),
@@ -81,6 +88,7 @@ impl AppState {
             shutdown,
             threads: Threads::default(),
             journal,
+            shared: None,
         })
     }
 

@@ -185,15 +185,8 @@ fn journal_config(
 ) -> Result<JournalConfig, ConfigError> {
     let mut journal = JournalConfig::default();
     if let Some(backend) = &file.journal {
-        journal.backend = Backend::parse(backend.get_ref()).ok_or_else(|| {
-            at(
-                backend.span(),
-                format!(
-                    "journal: {:?} is not \"memory\" or \"off\"",
-                    backend.get_ref()
-                ),
-            )
-        })?;
+        journal.backend = Backend::parse(backend.get_ref())
+            .map_err(|why| at(backend.span(), format!("journal: {why}")))?;
     }
     if let Some(secs) = file.detach_grace_secs {
         journal.detach_grace = Duration::from_secs(secs);

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tokio::sync::watch;
 
-use super::{JournalLimits, ResumeError, RunIdentity, ThreadRef};
+use super::{JournalLimits, ResumeError, RunIdentity, ThreadRef, frame_start};
 
 /// Runs remembered per thread for `connect` (the latest is the one asked
 /// for, unless the client names a run).
@@ -374,20 +374,6 @@ impl RunLog {
         let state = self.state.lock().ok()?;
         (state.listeners == 0).then(|| state.last_left + grace)
     }
-}
-
-/// Where frame `n` starts in a chunk: every frame opens with its id line.
-fn frame_start(chunk: &[u8], key: &str, n: u64) -> Option<usize> {
-    let needle = format!("id: {key}.{n}\n");
-    let needle = needle.as_bytes();
-    if chunk.starts_with(needle) {
-        return Some(0);
-    }
-    // Frames end with a blank line, so a frame's start follows "\n\n".
-    chunk
-        .windows(needle.len() + 2)
-        .position(|w| w.starts_with(b"\n\n") && &w[2..] == needle)
-        .map(|at| at + 2)
 }
 
 #[cfg(test)]

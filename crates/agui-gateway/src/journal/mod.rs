@@ -14,6 +14,7 @@
 
 mod follow;
 mod memory;
+pub mod redis;
 
 use std::time::Duration;
 
@@ -27,21 +28,36 @@ pub use memory::{MemoryJournal, RunLog};
 use crate::error::ApiError;
 
 /// Where runs are journaled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Backend {
     /// No journal: ids are written, but no run can be continued (410).
     Off,
     /// In this process (the default).
     Memory,
+    /// In this process and in Redis: any replica serves a reconnect, and
+    /// takes over a run whose replica died.
+    Redis(url::Url),
 }
 
 impl Backend {
-    pub fn parse(text: &str) -> Option<Backend> {
+    /// `memory`, `off` or a `redis://` URL.
+    pub fn parse(text: &str) -> Result<Backend, String> {
         match text {
-            "memory" => Some(Backend::Memory),
-            "off" => Some(Backend::Off),
-            _ => None,
+            "memory" => Ok(Backend::Memory),
+            "off" => Ok(Backend::Off),
+            url if url.starts_with("redis://") => url::Url::parse(url)
+                .ok()
+                .filter(|u| u.host_str().is_some_and(|h| !h.is_empty()))
+                .map(Backend::Redis)
+                .ok_or_else(|| format!("{url:?} is not a redis://host[:port][/db] URL")),
+            other => Err(format!(
+                "{other:?} is not \"memory\", \"off\" or a redis:// URL"
+            )),
         }
+    }
+
+    pub fn is_on(&self) -> bool {
+        *self != Backend::Off
     }
 }
 
@@ -102,6 +118,88 @@ fn digest(fields: &[&[u8]]) -> [u8; 32] {
     hash.finalize().into()
 }
 
+fn hex(bytes: &[u8; 32]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn from_hex(text: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    if text.len() != 64 || !text.is_ascii() {
+        return None;
+    }
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// What was fed to a run's converter, recorded with the frames it
+/// produced, so that another replica can rebuild the converter by feeding
+/// the same again (the converter is deterministic; only its timestamps
+/// differ, and the rebuild's output is thrown away).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputOp {
+    /// A chunk of an upstream event stream.
+    Sse,
+    /// A whole JSON document (a non-streaming body, a task read on
+    /// re-attaching).
+    Json,
+    /// `StreamConverter::reattach`.
+    Reattach,
+}
+
+impl InputOp {
+    fn tag(self) -> u8 {
+        match self {
+            InputOp::Sse => 1,
+            InputOp::Json => 2,
+            InputOp::Reattach => 3,
+        }
+    }
+
+    /// Appends one op (tag, 4-byte length, bytes); an op too large to
+    /// record is left out (the rebuild then falls short and says so).
+    pub fn record(self, buffer: &mut Vec<u8>, bytes: &[u8]) {
+        if let Ok(len) = u32::try_from(bytes.len()) {
+            buffer.push(self.tag());
+            buffer.extend_from_slice(&len.to_be_bytes());
+            buffer.extend_from_slice(bytes);
+        }
+    }
+
+    /// The ops of a recording, in order; `None` at the first malformed one.
+    pub fn replay(mut recorded: &[u8], mut each: impl FnMut(InputOp, &[u8])) -> Option<()> {
+        while let Some((&tag, rest)) = recorded.split_first() {
+            let op = match tag {
+                1 => InputOp::Sse,
+                2 => InputOp::Json,
+                3 => InputOp::Reattach,
+                _ => return None,
+            };
+            let len = rest.get(..4)?;
+            let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
+            let bytes = rest.get(4..4 + len)?;
+            each(op, bytes);
+            recorded = &rest[4 + len..];
+        }
+        Some(())
+    }
+}
+
+/// Where frame `n` starts in a chunk: every frame opens with its id line.
+pub fn frame_start(chunk: &[u8], key: &str, n: u64) -> Option<usize> {
+    let needle = format!("id: {key}.{n}\n");
+    let needle = needle.as_bytes();
+    if chunk.starts_with(needle) {
+        return Some(0);
+    }
+    // Frames end with a blank line, so a frame's start follows "\n\n".
+    chunk
+        .windows(needle.len() + 2)
+        .position(|w| w.starts_with(b"\n\n") && &w[2..] == needle)
+        .map(|at| at + 2)
+}
+
 /// Who calls, as far as runs go: the authenticated caller
 /// (`edge::scope`), or with authentication off (scope empty) the client's
 /// `Authorization`, which the agent may judge. A run is continued, and a
@@ -126,6 +224,14 @@ impl Caller {
 pub struct Owner([u8; 32]);
 
 impl Owner {
+    pub fn to_hex(&self) -> String {
+        hex(&self.0)
+    }
+
+    pub fn from_hex(text: &str) -> Option<Owner> {
+        from_hex(text).map(Owner)
+    }
+
     pub fn of(agent: &str, caller: &Caller, method: &str, uri: &str, body: &[u8]) -> Owner {
         Owner(digest(&[
             agent.as_bytes(),
@@ -142,6 +248,10 @@ impl Owner {
 pub struct ThreadRef([u8; 32]);
 
 impl ThreadRef {
+    pub fn to_hex(&self) -> String {
+        hex(&self.0)
+    }
+
     pub fn new(agent: &str, caller: &Caller, thread_id: &str) -> ThreadRef {
         ThreadRef(digest(&[agent.as_bytes(), &caller.0, thread_id.as_bytes()]))
     }
@@ -252,6 +362,29 @@ mod tests {
         ] {
             assert_eq!(EventId::parse(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn digests_and_input_ops_round_trip() {
+        let owner = Owner::of("a", &Caller::of("", &HeaderMap::new()), "POST", "/", b"");
+        assert_eq!(Owner::from_hex(&owner.to_hex()), Some(owner));
+        assert_eq!(Owner::from_hex("zz"), None);
+        let mut recorded = Vec::new();
+        InputOp::Sse.record(&mut recorded, b"data: 1\n\n");
+        InputOp::Reattach.record(&mut recorded, b"");
+        InputOp::Json.record(&mut recorded, b"{}");
+        let mut ops = Vec::new();
+        assert!(InputOp::replay(&recorded, |op, bytes| ops.push((op, bytes.to_vec()))).is_some());
+        assert_eq!(
+            ops,
+            [
+                (InputOp::Sse, b"data: 1\n\n".to_vec()),
+                (InputOp::Reattach, Vec::new()),
+                (InputOp::Json, b"{}".to_vec())
+            ]
+        );
+        assert!(InputOp::replay(&recorded[..recorded.len() - 1], |_, _| {}).is_none());
+        assert!(InputOp::replay(&[9, 0, 0, 0, 0], |_, _| {}).is_none());
     }
 
     #[test]

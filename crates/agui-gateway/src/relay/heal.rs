@@ -12,12 +12,13 @@
 
 use std::time::{Duration, Instant};
 
-use a2a_agui::{ErrorCode, SseParser};
+use a2a_agui::SseParser;
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
 
 use super::{RelayState, Source, UpstreamBody, is_event_stream, now_ms};
+use crate::journal::InputOp;
 use crate::outbound::{self, Forwarded};
 use crate::upstream::{Agent, TaskCall};
 
@@ -47,7 +48,7 @@ struct Subscribed {
 
 impl RelayState {
     pub(super) async fn reattach(&mut self) -> Healed {
-        if !matches!(self.source, Source::Events(_)) {
+        if !matches!(self.source, Source::Events(_) | Source::Lost) {
             return Healed::GaveUp(Bytes::new());
         }
         let Some(task) = self.stream.converter().reattach_task().map(str::to_owned) else {
@@ -59,7 +60,9 @@ impl RelayState {
             tokio::select! {
                 biased;
                 _ = self.stop.as_mut() => {
-                    shown.push(self.fail(ErrorCode::GatewayShuttingDown, "the gateway is shutting down".to_owned()));
+                    if let Some(out) = self.stopping().await {
+                        shown.push(out);
+                    }
                     return Healed::Ended(join(shown));
                 }
                 () = tokio::time::sleep(Duration::from_millis(delay)) => {}
@@ -69,7 +72,9 @@ impl RelayState {
             let subscribed = resubscribe(&agent, &forwarded, &task, limit).await;
             let snapshot = read_task(&agent, &forwarded, &task, limit).await;
             self.stream.reattach();
+            self.record(InputOp::Reattach, &[]);
             if let Some(snapshot) = snapshot {
+                self.record(InputOp::Json, &snapshot);
                 let mut out = Vec::new();
                 if let Err(err) = self.stream.feed_json(&snapshot, now_ms(), &mut out) {
                     tracing::error!("gateway failed to encode an event: {err}");

@@ -9,6 +9,10 @@
 //! else the upstream response is dropped, which closes its connection.
 
 mod heal;
+mod shared;
+mod takeover;
+
+pub use takeover::take_over;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -27,8 +31,10 @@ use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
 
 use self::heal::Healed;
+use self::shared::SharedRun;
 use crate::error::ApiError;
-use crate::journal::{RunIdentity, RunLog};
+use crate::journal::redis::RunSpec;
+use crate::journal::{InputOp, RunIdentity, RunLog};
 use crate::metrics::Metrics;
 use crate::outbound::{self, Forwarded};
 use crate::random::random_u64;
@@ -65,6 +71,27 @@ pub async fn open(
     let started = Instant::now();
     let upstream = agent.send_stream(request).await;
     let key = format!("{:016x}", random_u64());
+    // A random tag per run: ids never repeat across the runs of a thread.
+    let tag = format!("{:012x}", random_u64() >> 16);
+    let shared = match &state.shared {
+        Some(journal) => {
+            let spec = RunSpec {
+                agent: agent.name().to_owned(),
+                thread_id: conversion.options.thread_id.clone(),
+                run_id: conversion.options.run_id.clone(),
+                interrupts: conversion.options.interrupts,
+                v1: conversion.options.version == a2a_agui::AguiVersion::V1,
+                client_tools: conversion.options.client_tools.clone(),
+                state: conversion.options.state.clone(),
+                format: conversion.format.as_str().to_owned(),
+                id_tag: tag.clone(),
+                headers: forwarded.for_journal(&agent),
+            };
+            let limit = 2 * state.config.journal.limits.max_run_bytes;
+            SharedRun::open(journal.clone(), &key, &identity, &spec, limit).await
+        }
+        None => None,
+    };
     let run = Run {
         agent,
         forwarded,
@@ -80,7 +107,16 @@ pub async fn open(
         detach_grace: state.config.journal.detach_grace,
         permit,
     };
-    Ok(relay(run, key, upstream, started))
+    let stream = StreamConverter::new(
+        run.conversion.options.clone(),
+        SequentialIds::tagged(tag),
+        run.conversion.format,
+        run.max_event_bytes,
+    )
+    // Every frame names the run and its place in it (SSE `id:`).
+    .with_event_ids(key);
+    let state = RelayState::new(run, stream, Source::Done, shared);
+    Ok(relay(state, upstream, started))
 }
 
 /// Everything one relayed run needs besides the upstream response.
@@ -109,6 +145,8 @@ type UpstreamBody = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + S
 enum Source {
     /// `text/event-stream`: chunks go through the SSE parser.
     Events(UpstreamBody),
+    /// A stream another replica read until it died: re-attach first.
+    Lost,
     /// Anything else: a whole body to read as JSON.
     Document(UpstreamBody, Vec<u8>),
     /// Nothing more to read.
@@ -132,6 +170,11 @@ struct RelayState {
     last_output: Instant,
     /// Re-attach attempts made (`heal`).
     reattached: usize,
+    /// With a shared journal: where every chunk is written first.
+    shared: Option<SharedRun>,
+    /// Handed to another replica at shutdown (`stopping`): not ended,
+    /// not cancelled.
+    handed_over: bool,
     finished: bool,
     _active: crate::metrics::ActiveStream,
 }
@@ -144,6 +187,66 @@ fn now_ms() -> Option<u64> {
 }
 
 impl RelayState {
+    fn new(
+        run: Run,
+        stream: StreamConverter<SequentialIds>,
+        source: Source,
+        shared: Option<SharedRun>,
+    ) -> RelayState {
+        let idle_timeout = run.agent.config.idle_timeout;
+        let first_deadline = Instant::now() + run.keepalive.min(idle_timeout);
+        RelayState {
+            stop: Box::pin(run.shutdown.stop.clone().cancelled_owned()),
+            timer: Box::pin(tokio::time::sleep_until(first_deadline.into())),
+            _active: run.metrics.stream_started(),
+            run,
+            stream,
+            source,
+            upstream_status: StatusCode::OK,
+            idle_timeout,
+            last_upstream: Instant::now(),
+            last_output: Instant::now(),
+            reattached: 0,
+            shared,
+            handed_over: false,
+            finished: false,
+        }
+    }
+
+    /// Writes a piece of the body to the shared journal (when there is one)
+    /// before the caller hands it to anyone.
+    async fn publish(&mut self, out: &Bytes) {
+        if let Some(shared) = &mut self.shared {
+            shared
+                .publish(self.stream.last_event_number(), out, self.finished)
+                .await;
+        }
+    }
+
+    /// The gateway stops. A shared run is handed over: its lease released
+    /// and the client's stream cut without a terminal event, so that the
+    /// client's reconnect reaches another replica, which takes the run
+    /// over. Any other run ends with `RUN_ERROR GATEWAY_SHUTTING_DOWN`.
+    async fn stopping(&mut self) -> Option<Bytes> {
+        if let Some(shared) = &mut self.shared
+            && shared.hand_over().await
+        {
+            self.handed_over = true;
+            self.source = Source::Done;
+            return None;
+        }
+        Some(self.fail(
+            ErrorCode::GatewayShuttingDown,
+            "the gateway is shutting down".to_owned(),
+        ))
+    }
+
+    fn record(&mut self, op: InputOp, bytes: &[u8]) {
+        if let Some(shared) = &mut self.shared {
+            shared.record(op, bytes);
+        }
+    }
+
     /// Converts what the last step produced and notes a terminal event.
     fn took(&mut self, out: Vec<u8>) -> Bytes {
         if self.run.conversion.on_delivered.is_some() {
@@ -198,15 +301,26 @@ impl RelayState {
             if self.finished {
                 return None;
             }
+            if matches!(self.source, Source::Lost) {
+                match self.reattach().await {
+                    Healed::Resumed(out) if out.is_empty() => continue,
+                    Healed::Resumed(out) | Healed::Ended(out) => return Some(out),
+                    Healed::GaveUp(shown) => {
+                        let failed = self.fail(
+                            ErrorCode::UpstreamReadError,
+                            "the run's replica went away and the agent's task could not be re-attached".to_owned(),
+                        );
+                        return Some(heal::join(vec![shown, failed]));
+                    }
+                }
+            }
             let source = match &mut self.source {
                 Source::Events(body) | Source::Document(body, _) => body,
-                Source::Done => return None,
+                Source::Done | Source::Lost => return None,
             };
             tokio::select! {
                 biased;
-                _ = self.stop.as_mut() => {
-                    return Some(self.fail(ErrorCode::GatewayShuttingDown, "the gateway is shutting down".to_owned()));
-                }
+                _ = self.stop.as_mut() => return self.stopping().await,
                 chunk = source.next() => {
                     self.last_upstream = Instant::now();
                     match chunk {
@@ -274,7 +388,8 @@ impl RelayState {
     fn feed(&mut self, bytes: &[u8]) -> Option<Bytes> {
         let mut out = Vec::new();
         match &mut self.source {
-            Source::Events(_) => {
+            Source::Events(_) | Source::Lost => {
+                self.record(InputOp::Sse, bytes);
                 if let Err(err) = self.stream.feed_sse(bytes, now_ms(), &mut out) {
                     tracing::error!("gateway failed to encode an event: {err}");
                 }
@@ -305,6 +420,7 @@ impl RelayState {
             if !self.upstream_status.is_success() {
                 return self.http_error(&body);
             }
+            self.record(InputOp::Json, &body);
             if let Err(err) = self.stream.feed_json(&body, now_ms(), &mut out) {
                 tracing::error!("gateway failed to encode an event: {err}");
             }
@@ -340,7 +456,7 @@ impl RelayState {
     /// on, detached, for a reconnect; else (or with no runtime to run it
     /// on) it ends here, in `Drop`.
     fn client_left(self) {
-        if self.finished || self.run.detach_grace.is_zero() {
+        if self.finished || self.handed_over || self.run.detach_grace.is_zero() {
             return;
         }
         let Some(log) = self.run.log.clone() else {
@@ -362,16 +478,20 @@ impl RelayState {
                 .abandon_at(grace)
                 .unwrap_or_else(|| Instant::now() + grace);
             tokio::select! {
-                next = self.next() => if next.is_none() { return },
+                next = self.next() => match next {
+                    Some(bytes) => self.publish(&bytes).await,
+                    None => return,
+                },
                 () = tokio::time::sleep_until(deadline.into()) => {
                     if log.abandon_at(grace).is_some_and(|at| at <= Instant::now()) {
                         // The RUN_ERROR below is what counts it.
                         self.cancel_upstream();
                         let secs = grace.as_secs();
-                        self.fail(
+                        let ended = self.fail(
                             ErrorCode::ClientDisconnected,
                             format!("the client went away and did not reconnect within {secs} s"),
                         );
+                        self.publish(&ended).await;
                         return;
                     }
                 }
@@ -395,7 +515,7 @@ impl RelayState {
 
 impl Drop for RelayState {
     fn drop(&mut self) {
-        if self.finished {
+        if self.finished || self.handed_over {
             return;
         }
         self.run
@@ -435,37 +555,11 @@ pub async fn send_cancel(agent: &Agent, forwarded: &Forwarded, task: &str) {
 /// Upstream failures become a RUN_ERROR inside a 200 stream, which every
 /// AG-UI client reports as a failed run rather than a transport error.
 fn relay(
-    run: Run,
-    key: String,
+    mut state: RelayState,
     upstream: Result<reqwest::Response, UpstreamError>,
     started: Instant,
 ) -> Response {
-    let metrics = run.metrics.clone();
-    let stream = StreamConverter::new(
-        run.conversion.options.clone(),
-        // A random tag per run: ids never repeat across the runs of a thread.
-        SequentialIds::tagged(format!("{:012x}", random_u64() >> 16)),
-        run.conversion.format,
-        run.max_event_bytes,
-    )
-    // Every frame names the run and its place in it (SSE `id:`).
-    .with_event_ids(key);
-    let idle_timeout = run.agent.config.idle_timeout;
-    let first_deadline = Instant::now() + run.keepalive.min(idle_timeout);
-    let mut state = RelayState {
-        stop: Box::pin(run.shutdown.stop.clone().cancelled_owned()),
-        timer: Box::pin(tokio::time::sleep_until(first_deadline.into())),
-        _active: metrics.stream_started(),
-        run,
-        stream,
-        source: Source::Done,
-        upstream_status: StatusCode::OK,
-        idle_timeout,
-        last_upstream: Instant::now(),
-        last_output: Instant::now(),
-        reattached: 0,
-        finished: false,
-    };
+    let metrics = state.run.metrics.clone();
     let first = match upstream {
         Ok(response) => {
             metrics.observe_upstream_latency(started.elapsed());
@@ -490,11 +584,13 @@ fn relay(
     };
     let attached = (Attached(Some(state)), first);
     let body = futures::stream::unfold(attached, |(mut attached, first)| async move {
-        if let Some(bytes) = first {
-            return Some((Ok::<_, std::convert::Infallible>(bytes), (attached, None)));
-        }
-        let bytes = attached.0.as_mut()?.next().await?;
-        Some((Ok(bytes), (attached, None)))
+        let state = attached.0.as_mut()?;
+        let bytes = match first {
+            Some(bytes) => bytes,
+            None => state.next().await?,
+        };
+        state.publish(&bytes).await;
+        Some((Ok::<_, std::convert::Infallible>(bytes), (attached, None)))
     });
     sse_response(Body::from_stream(body))
 }

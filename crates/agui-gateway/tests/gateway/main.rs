@@ -13,6 +13,7 @@ mod input;
 mod limits;
 mod matrix;
 mod readme;
+mod replicas;
 mod resume;
 mod support;
 

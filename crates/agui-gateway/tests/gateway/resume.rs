@@ -10,18 +10,18 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::support::{
-    CuttableProxy, Process, agent, agui_events, assert_valid_run, client, gateway_for, http_get,
+    CuttableProxy, Process, agent, agui_events, assert_valid_run, client, gateway_for, metrics_of,
     received_by, text_of,
 };
 
 /// Frames of an SSE body without keep-alive comments.
-fn frames(body: &str) -> Vec<&str> {
+pub(crate) fn frames(body: &str) -> Vec<&str> {
     body.split_inclusive("\n\n")
         .filter(|f| !f.starts_with(':'))
         .collect()
 }
 
-fn id_of(frame: &str) -> &str {
+pub(crate) fn id_of(frame: &str) -> &str {
     frame
         .lines()
         .find_map(|l| l.strip_prefix("id: "))
@@ -30,7 +30,7 @@ fn id_of(frame: &str) -> &str {
 
 /// Reads whole frames until `count` of them came, then drops the
 /// connection; returns what was read (whole frames only).
-async fn read_then_cut(response: reqwest::Response, count: usize) -> String {
+pub(crate) async fn read_then_cut(response: reqwest::Response, count: usize) -> String {
     assert_eq!(response.status(), 200);
     let mut body = response.bytes_stream();
     let mut seen = String::new();
@@ -45,12 +45,16 @@ async fn read_then_cut(response: reqwest::Response, count: usize) -> String {
     seen
 }
 
-fn run_input(thread: &str, text: &str) -> Value {
+pub(crate) fn run_input(thread: &str, text: &str) -> Value {
     json!({ "threadId": thread, "runId": format!("{thread}-run"),
         "messages": [{ "id": format!("{thread}-u1"), "role": "user", "content": text }] })
 }
 
-async fn post(url: &str, body: &Value, last_event_id: Option<&str>) -> reqwest::Response {
+pub(crate) async fn post(
+    url: &str,
+    body: &Value,
+    last_event_id: Option<&str>,
+) -> reqwest::Response {
     let mut request = client().post(url).json(body);
     if let Some(id) = last_event_id {
         request = request.header("Last-Event-ID", id);
@@ -153,7 +157,7 @@ async fn a_cut_stream_continues_from_its_last_id_and_the_agent_runs_once() {
     assert_eq!(other.status(), 409);
 }
 
-fn last_id(body: &str) -> String {
+pub(crate) fn last_id(body: &str) -> String {
     id_of(frames(body).last().unwrap()).to_owned()
 }
 
@@ -176,11 +180,7 @@ async fn a_run_goes_on_without_its_client_and_a_negotiated_stream_resumes_too() 
     let expected: String = (1..=10).map(|i| format!("{i} ")).collect();
     assert_eq!(text_of(&events), expected);
     assert_eq!(runs_of(&agent, "resume-2").await, 1);
-    let metrics = http_get(format!("{}/metrics", gw.url()))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_of(&gw).await;
     for needle in [
         "agui_gateway_detached_runs_total 1",
         "agui_gateway_resumed_streams_total 1",
@@ -292,11 +292,7 @@ async fn a_dropped_upstream_is_re_attached_and_the_client_sees_one_run() {
             .collect();
         assert_eq!(deltas.len(), 10, "{name}: {deltas:?}");
         assert!(deltas.windows(2).all(|w| w[0] < w[1]), "{name}: {deltas:?}");
-        let metrics = http_get(format!("{}/metrics", gw.url()))
-            .await
-            .text()
-            .await
-            .unwrap();
+        let metrics = metrics_of(&gw).await;
         assert!(
             metrics.contains("agui_gateway_upstream_reattached_total 1"),
             "{name}: {metrics}"

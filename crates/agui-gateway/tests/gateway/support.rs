@@ -168,6 +168,15 @@ pub async fn http_get(url: impl reqwest::IntoUrl) -> reqwest::Response {
     client().get(url).send().await.expect("GET")
 }
 
+/// The gateway's Prometheus text.
+pub async fn metrics_of(gateway: &Process) -> String {
+    http_get(format!("{}/metrics", gateway.url()))
+        .await
+        .text()
+        .await
+        .expect("metrics")
+}
+
 /// Everything the `input` agent received (messages and cancels), in order.
 pub async fn received_by(agent: &Process) -> Vec<Value> {
     http_get(format!("{}/received", agent.url()))
@@ -493,5 +502,52 @@ impl CuttableProxy {
         let mut token = self.cut.lock().expect("token");
         token.cancel();
         *token = tokio_util::sync::CancellationToken::new();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Debian's redis-server on loopback, for the shared journal (the test
+// command installs it).
+
+/// A free loopback port (bound, then released for a server to take).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// `redis-server` on a free loopback port, no persistence, ready (it
+/// answered PING) when this returns.
+pub fn redis_server() -> Process {
+    use std::io::{Read, Write};
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("agui-gateway-redis-{port}"));
+    std::fs::create_dir_all(&dir).expect("a directory for redis");
+    let child = Command::new("redis-server")
+        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("redis-server runs (the test command installs Debian's redis-server)");
+    let process = Process { child, port };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let pong = std::net::TcpStream::connect(("127.0.0.1", port)).and_then(|mut s| {
+            s.set_read_timeout(Some(Duration::from_secs(1)))?;
+            s.write_all(b"PING\r\n")?;
+            let mut answer = [0u8; 7];
+            s.read_exact(&mut answer)?;
+            Ok(answer == *b"+PONG\r\n")
+        });
+        if pong.unwrap_or(false) {
+            return process;
+        }
+        assert!(Instant::now() < deadline, "redis-server did not start");
+        std::thread::sleep(Duration::from_millis(50));
     }
 }

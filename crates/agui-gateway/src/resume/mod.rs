@@ -1,7 +1,11 @@
 //! Continuing journaled runs: a reconnect (the original request again,
 //! with `Last-Event-ID`) and AG-UI `connect` (a thread's run from its
 //! first event). Neither ever calls the upstream: a run has one upstream
-//! call however many clients follow it.
+//! call however many clients follow it. A run this replica holds is
+//! followed in memory; with a shared journal, one held elsewhere is
+//! followed through Redis (`remote`).
+
+mod remote;
 
 use a2a_agui::ErrorCode;
 use axum::body::{Body, Bytes};
@@ -9,21 +13,63 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
+use std::sync::Arc;
+
 use crate::error::ApiError;
+use crate::journal::redis::{RedisJournal, RemoteRun};
 use crate::journal::{self, Caller, EventId, Owner, ResumeError, RunLog, ThreadRef};
 use crate::relay;
-use crate::state::AppState;
+use crate::state::{AppState, SharedState};
 use crate::upstream::Agent;
 
 /// A thread or run id longer than this names nothing the gateway keeps.
 const MAX_ID_BYTES: usize = 1024;
 
+/// A run as this replica finds it.
+enum Found {
+    Here(Arc<RunLog>),
+    Elsewhere(Arc<RedisJournal>, Box<RemoteRun>),
+}
+
+impl Found {
+    fn owner(&self) -> Owner {
+        match self {
+            Found::Here(log) => log.identity().owner,
+            Found::Elsewhere(_, run) => run.owner,
+        }
+    }
+
+    fn key(&self) -> &str {
+        match self {
+            Found::Here(log) => log.key(),
+            Found::Elsewhere(_, run) => &run.key,
+        }
+    }
+}
+
+/// The run with this key: in this replica's memory, else in the shared
+/// journal.
+async fn find(state: &AppState, key: &str) -> Option<Found> {
+    if let Some(log) = state.journal.as_ref().and_then(|j| j.find(key)) {
+        return Some(Found::Here(log));
+    }
+    let shared = state.shared.clone()?;
+    match shared.find(key).await {
+        Ok(Some(run)) => Some(Found::Elsewhere(shared, Box::new(run))),
+        Ok(None) => None,
+        Err(err) => {
+            tracing::warn!(run = key, "looking up a shared run failed: {err}");
+            None
+        }
+    }
+}
+
 /// `Some` stream when the request carries `Last-Event-ID`: the events of
 /// its run after that id, then live. The request must be the one that
 /// started the run (`owner`), else 409; an id the journal no longer
 /// keeps gets 410.
-pub fn reconnect(
-    state: &AppState,
+pub async fn reconnect(
+    state: &SharedState,
     headers: &HeaderMap,
     owner: &Owner,
 ) -> Result<Option<Response>, ApiError> {
@@ -31,21 +77,22 @@ pub fn reconnect(
         return Ok(None);
     };
     let id = id?;
-    let log = state
-        .journal
-        .as_ref()
-        .and_then(|journal| journal.find(&id.key))
-        .ok_or(ResumeError::Unknown)?;
-    if log.identity().owner != *owner {
+    let found = find(state, &id.key).await.ok_or(ResumeError::Unknown)?;
+    if found.owner() != *owner {
         return Err(ResumeError::Mismatch.into());
     }
-    follow(state, log, id.n).map(Some)
+    follow(state, found, id.n).await.map(Some)
 }
 
-fn follow(state: &AppState, log: std::sync::Arc<RunLog>, after: u64) -> Result<Response, ApiError> {
-    let stream = journal::follow(log, after, state.config.keepalive)?;
+async fn follow(state: &SharedState, found: Found, after: u64) -> Result<Response, ApiError> {
+    let body = match found {
+        Found::Here(log) => Body::from_stream(journal::follow(log, after, state.config.keepalive)?),
+        Found::Elsewhere(shared, run) => {
+            Body::from_stream(remote::follow(state.clone(), shared, *run, after).await?)
+        }
+    };
     state.metrics.count_resumed();
-    Ok(relay::sse_response(Body::from_stream(stream)))
+    Ok(relay::sse_response(body))
 }
 
 /// `POST …/agui/connect` with `{threadId, runId?}`, or a whole
@@ -53,8 +100,8 @@ fn follow(state: &AppState, log: std::sync::Arc<RunLog>, after: u64) -> Result<R
 /// the thread's latest run (or the one named), from its first event, then
 /// live; 204 when the gateway keeps none. With `Last-Event-ID` of that
 /// run, from after that event.
-pub fn connect(
-    state: &AppState,
+pub async fn connect(
+    state: &SharedState,
     agent: &Agent,
     caller: &Caller,
     headers: &HeaderMap,
@@ -63,24 +110,41 @@ pub fn connect(
     state.metrics.count_request("connect");
     let (thread_id, run_id) = read_connect(body)?;
     let thread = ThreadRef::new(agent.name(), caller, &thread_id);
-    let Some(log) = state
-        .journal
-        .as_ref()
-        .and_then(|journal| journal.thread_run(&thread, run_id.as_deref()))
-    else {
+    let Some(found) = thread_run(state, &thread, run_id.as_deref()).await else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
     let after = match EventId::from_headers(headers) {
         None => 0,
         Some(id) => {
             let id = id?;
-            if id.key != log.key() {
+            if id.key != found.key() {
                 return Err(ResumeError::Mismatch.into());
             }
             id.n
         }
     };
-    follow(state, log, after)
+    follow(state, found, after).await
+}
+
+/// A thread's run (the one named, else the latest): in this replica's
+/// memory, else in the shared journal.
+async fn thread_run(state: &AppState, thread: &ThreadRef, run_id: Option<&str>) -> Option<Found> {
+    if let Some(log) = state
+        .journal
+        .as_ref()
+        .and_then(|journal| journal.thread_run(thread, run_id))
+    {
+        return Some(Found::Here(log));
+    }
+    let shared = state.shared.as_ref()?;
+    let key = match shared.thread_run(thread, run_id).await {
+        Ok(key) => key?,
+        Err(err) => {
+            tracing::warn!("looking up a thread's shared run failed: {err}");
+            return None;
+        }
+    };
+    find(state, &key).await
 }
 
 fn read_connect(body: &[u8]) -> Result<(String, Option<String>), ApiError> {

@@ -1,0 +1,452 @@
+//! The shared journal: converted runs in Redis, so that any replica can
+//! serve a reconnect, and a replica can take over a run whose holder died.
+//!
+//! Keys (all under `agui-gateway:`, all with a TTL):
+//! - `run:{key}` hash: the owner digest, the run's spec (what another
+//!   replica needs to rebuild it: agent, converter options, format, id tag,
+//!   the forwarded headers), its thread, `done` once it ended.
+//! - `run:{key}:log` stream: one entry per chunk written, id `0-<last frame
+//!   number>` (so an append is also a check that it is the next), fields
+//!   `f` (first frame number), `o` (the frames), `i` (the converter input
+//!   that produced them, `InputOps`), `t` (`1` on the terminal chunk).
+//! - `lease:{key}`: the replica holding the run's upstream connection,
+//!   `PX` renewed every `RENEW_EVERY`; when it lapses (the holder died), a
+//!   replica serving a reconnect may take the run over.
+//! - `thread:{ref}` list: `run_id\tkey`, newest first, for `connect`.
+//!
+//! Redis holds the run's forwarded headers (the user's credentials, as
+//! the forwarding policy lets them through) for the length of the run plus
+//! `journal_ttl_secs`: the takeover needs them to call the agent.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
+use redis::{AsyncConnectionConfig, Client, RedisError, Script, Value as RedisValue};
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use super::{JournalLimits, Owner, RunIdentity, ThreadRef};
+
+const PREFIX: &str = "agui-gateway:";
+/// How long a lease holds without renewal.
+pub const LEASE: Duration = Duration::from_secs(5);
+/// How often the holder renews its lease (and its run's keys' TTL).
+pub const RENEW_EVERY: Duration = Duration::from_millis(1500);
+/// A live run's keys expire this long after the last renewal.
+const LIVE_TTL: Duration = Duration::from_secs(120);
+/// Runs remembered per thread for `connect`.
+const RUNS_PER_THREAD: isize = 8;
+/// How long a follower's blocking read waits before it looks at the lease.
+pub const BLOCK: Duration = Duration::from_secs(1);
+/// Entries one read returns at most.
+const READ_COUNT: usize = 64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SharedError {
+    #[error("the shared journal (Redis) failed: {0}")]
+    Redis(#[from] RedisError),
+    #[error("the shared journal holds a malformed run: {0}")]
+    Malformed(&'static str),
+}
+
+/// What another replica needs to rebuild a run's converter and call its
+/// agent: the converter options, the output format, the id tag, the
+/// forwarded headers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunSpec {
+    pub agent: String,
+    pub thread_id: Option<String>,
+    pub run_id: Option<String>,
+    pub interrupts: bool,
+    pub v1: bool,
+    pub client_tools: Vec<String>,
+    pub state: Option<serde_json::Value>,
+    pub format: String,
+    pub id_tag: String,
+    pub headers: Vec<(String, String)>,
+}
+
+/// A run as another replica finds it.
+pub struct RemoteRun {
+    pub key: String,
+    pub owner: Owner,
+    pub spec: RunSpec,
+    pub done: bool,
+}
+
+/// One chunk: frames `first..=last`, the input that produced them.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub first: u64,
+    pub last: u64,
+    pub out: Bytes,
+    pub input: Vec<u8>,
+    pub terminal: bool,
+}
+
+pub struct RedisJournal {
+    client: Client,
+    manager: ConnectionManager,
+    /// This replica's id (the gateway id): the lease's value.
+    replica: String,
+    ttl: Duration,
+    renew: Script,
+    release: Script,
+}
+
+fn run_key(key: &str) -> String {
+    format!("{PREFIX}run:{key}")
+}
+
+fn log_key(key: &str) -> String {
+    format!("{PREFIX}run:{key}:log")
+}
+
+fn lease_key(key: &str) -> String {
+    format!("{PREFIX}lease:{key}")
+}
+
+fn thread_key(thread: &ThreadRef) -> String {
+    format!("{PREFIX}thread:{}", thread.to_hex())
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl RedisJournal {
+    /// Connects (and checks the connection), so that a wrong URL fails at
+    /// startup rather than at the first run.
+    pub async fn connect(
+        url: &Url,
+        replica: String,
+        limits: &JournalLimits,
+    ) -> Result<RedisJournal, SharedError> {
+        let client = Client::open(url.as_str())?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(2)))
+            .set_response_timeout(Some(Duration::from_secs(2)))
+            .set_number_of_retries(2);
+        let mut manager = client.get_connection_manager_with_config(config).await?;
+        let _: String = redis::cmd("PING").query_async(&mut manager).await?;
+        Ok(RedisJournal {
+            client,
+            manager,
+            replica,
+            ttl: limits.ttl,
+            // Renew or release only a lease still ours (Redis 7.0 has no
+            // compare-and-expire).
+            renew: Script::new(
+                "if redis.call('get', KEYS[1]) == ARGV[1] then \
+                   redis.call('pexpire', KEYS[1], ARGV[2]) \
+                   redis.call('pexpire', KEYS[2], ARGV[3]) \
+                   redis.call('pexpire', KEYS[3], ARGV[3]) \
+                   return 1 \
+                 end return 0",
+            ),
+            release: Script::new(
+                "if redis.call('get', KEYS[1]) == ARGV[1] then \
+                   return redis.call('del', KEYS[1]) \
+                 end return 0",
+            ),
+        })
+    }
+
+    fn conn(&self) -> ConnectionManager {
+        self.manager.clone()
+    }
+
+    /// A connection of its own for a follower's blocking reads: a blocking
+    /// command holds up every other command on its connection.
+    pub async fn tail_connection(&self) -> Result<MultiplexedConnection, SharedError> {
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(2)))
+            .set_response_timeout(Some(BLOCK + Duration::from_secs(2)));
+        Ok(self
+            .client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?)
+    }
+
+    /// A new run, held by this replica.
+    pub async fn open(
+        &self,
+        key: &str,
+        identity: &RunIdentity,
+        spec: &RunSpec,
+    ) -> Result<(), SharedError> {
+        let spec = serde_json::to_string(spec).map_err(|_| SharedError::Malformed("spec"))?;
+        let mut pipe = redis::pipe();
+        pipe.hset_multiple(
+            run_key(key),
+            &[("owner", identity.owner.to_hex()), ("spec", spec)],
+        )
+        .ignore()
+        .pexpire(run_key(key), millis(LIVE_TTL) as i64)
+        .ignore()
+        .set_options(
+            lease_key(key),
+            &self.replica,
+            redis::SetOptions::default()
+                .conditional_set(redis::ExistenceCheck::NX)
+                .with_expiration(redis::SetExpiry::PX(millis(LEASE))),
+        )
+        .ignore();
+        if let Some((thread, run_id)) = &identity.thread {
+            let list = thread_key(thread);
+            pipe.lpush(&list, format!("{run_id}\t{key}"))
+                .ignore()
+                .ltrim(&list, 0, RUNS_PER_THREAD - 1)
+                .ignore()
+                .pexpire(&list, millis(LIVE_TTL + self.ttl) as i64)
+                .ignore();
+        }
+        pipe.query_async::<()>(&mut self.conn()).await?;
+        Ok(())
+    }
+
+    /// Frames written (and the input that produced them), before any
+    /// client has them; on the terminal chunk the run is marked done, its
+    /// keys get the finished run's TTL and the lease goes.
+    pub async fn append(&self, key: &str, entry: &Entry) -> Result<(), SharedError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("XADD")
+            .arg(log_key(key))
+            .arg(format!("0-{}", entry.last))
+            .arg("f")
+            .arg(entry.first)
+            .arg("o")
+            .arg(entry.out.as_ref())
+            .arg("i")
+            .arg(&entry.input)
+            .arg("t")
+            .arg(u8::from(entry.terminal));
+        if entry.terminal {
+            let ttl = millis(self.ttl) as i64;
+            pipe.ignore()
+                .hset(run_key(key), "done", 1)
+                .ignore()
+                .pexpire(run_key(key), ttl)
+                .ignore()
+                .pexpire(log_key(key), ttl)
+                .ignore();
+        } else if entry.first == 1 {
+            pipe.ignore()
+                .pexpire(log_key(key), millis(LIVE_TTL) as i64)
+                .ignore();
+        }
+        pipe.query_async::<RedisValue>(&mut self.conn()).await?;
+        if entry.terminal {
+            self.release(key).await?;
+        }
+        Ok(())
+    }
+
+    /// Keeps the lease (and the run's keys); false when it is no longer
+    /// this replica's.
+    pub async fn renew(&self, key: &str) -> Result<bool, SharedError> {
+        let held: i64 = self
+            .renew
+            .key(lease_key(key))
+            .key(run_key(key))
+            .key(log_key(key))
+            .arg(&self.replica)
+            .arg(millis(LEASE))
+            .arg(millis(LIVE_TTL))
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(held == 1)
+    }
+
+    pub async fn release(&self, key: &str) -> Result<(), SharedError> {
+        let _: i64 = self
+            .release
+            .key(lease_key(key))
+            .arg(&self.replica)
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// Takes the lease of a run whose holder let it lapse.
+    pub async fn take_over(&self, key: &str) -> Result<bool, SharedError> {
+        let taken: Option<String> = redis::cmd("SET")
+            .arg(lease_key(key))
+            .arg(&self.replica)
+            .arg("NX")
+            .arg("PX")
+            .arg(millis(LEASE))
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(taken.is_some())
+    }
+
+    pub async fn is_leased(&self, key: &str) -> Result<bool, SharedError> {
+        let exists: i64 = redis::cmd("EXISTS")
+            .arg(lease_key(key))
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(exists == 1)
+    }
+
+    /// The run an event id names, as stored.
+    pub async fn find(&self, key: &str) -> Result<Option<RemoteRun>, SharedError> {
+        let fields: std::collections::HashMap<String, Vec<u8>> = redis::cmd("HGETALL")
+            .arg(run_key(key))
+            .query_async(&mut self.conn())
+            .await?;
+        if fields.is_empty() {
+            return Ok(None);
+        }
+        let text = |name: &str| {
+            fields
+                .get(name)
+                .and_then(|v| std::str::from_utf8(v).ok())
+                .ok_or(SharedError::Malformed("a field is missing"))
+        };
+        let owner = Owner::from_hex(text("owner")?).ok_or(SharedError::Malformed("owner"))?;
+        let spec =
+            serde_json::from_str(text("spec")?).map_err(|_| SharedError::Malformed("spec"))?;
+        Ok(Some(RemoteRun {
+            key: key.to_owned(),
+            owner,
+            spec,
+            done: fields.contains_key("done"),
+        }))
+    }
+
+    /// A thread's run key: the one named, else the newest.
+    pub async fn thread_run(
+        &self,
+        thread: &ThreadRef,
+        run_id: Option<&str>,
+    ) -> Result<Option<String>, SharedError> {
+        let runs: Vec<String> = redis::cmd("LRANGE")
+            .arg(thread_key(thread))
+            .arg(0)
+            .arg(RUNS_PER_THREAD - 1)
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(runs.iter().find_map(|entry| {
+            let (id, key) = entry.split_once('\t')?;
+            run_id
+                .is_none_or(|wanted| wanted == id)
+                .then(|| key.to_owned())
+        }))
+    }
+
+    /// Entries after frame `after`'s entry id (exclusive), at most
+    /// `READ_COUNT`; with `block`, waits that long for one.
+    pub async fn read_after(
+        connection: &mut MultiplexedConnection,
+        key: &str,
+        after: u64,
+        block: Option<Duration>,
+    ) -> Result<Vec<Entry>, SharedError> {
+        let reply: RedisValue = match block {
+            Some(block) => {
+                redis::cmd("XREAD")
+                    .arg("COUNT")
+                    .arg(READ_COUNT)
+                    .arg("BLOCK")
+                    .arg(millis(block))
+                    .arg("STREAMS")
+                    .arg(log_key(key))
+                    .arg(format!("0-{after}"))
+                    .query_async(connection)
+                    .await?
+            }
+            None => {
+                redis::cmd("XRANGE")
+                    .arg(log_key(key))
+                    .arg(format!("(0-{after}"))
+                    .arg("+")
+                    .arg("COUNT")
+                    .arg(READ_COUNT)
+                    .query_async(connection)
+                    .await?
+            }
+        };
+        let entries = match block {
+            // XREAD: [[stream, [entries…]]], or nil on timeout.
+            Some(_) => match reply {
+                RedisValue::Array(mut streams) if !streams.is_empty() => match streams.remove(0) {
+                    RedisValue::Array(mut pair) if pair.len() == 2 => pair.remove(1),
+                    _ => return Err(SharedError::Malformed("XREAD reply")),
+                },
+                _ => return Ok(Vec::new()),
+            },
+            None => reply,
+        };
+        parse_entries(entries)
+    }
+
+    /// Every entry of a run, for a takeover's rebuild.
+    pub async fn all_entries(&self, key: &str) -> Result<Vec<Entry>, SharedError> {
+        let reply: RedisValue = redis::cmd("XRANGE")
+            .arg(log_key(key))
+            .arg("-")
+            .arg("+")
+            .query_async(&mut self.conn())
+            .await?;
+        parse_entries(reply)
+    }
+}
+
+fn parse_entries(reply: RedisValue) -> Result<Vec<Entry>, SharedError> {
+    let RedisValue::Array(items) = reply else {
+        return Ok(Vec::new());
+    };
+    let mut entries = Vec::with_capacity(items.len());
+    for item in items {
+        let RedisValue::Array(mut pair) = item else {
+            return Err(SharedError::Malformed("entry"));
+        };
+        if pair.len() != 2 {
+            return Err(SharedError::Malformed("entry"));
+        }
+        let fields = pair.remove(1);
+        let id = match pair.remove(0) {
+            RedisValue::BulkString(id) => String::from_utf8(id).ok(),
+            RedisValue::SimpleString(id) => Some(id),
+            _ => None,
+        };
+        let last = id
+            .as_deref()
+            .and_then(|id| id.strip_prefix("0-"))
+            .and_then(|n| n.parse().ok())
+            .ok_or(SharedError::Malformed("entry id"))?;
+        let mut entry = Entry {
+            first: 0,
+            last,
+            out: Bytes::new(),
+            input: Vec::new(),
+            terminal: false,
+        };
+        let RedisValue::Array(fields) = fields else {
+            return Err(SharedError::Malformed("entry fields"));
+        };
+        let mut fields = fields.into_iter();
+        while let (Some(name), Some(value)) = (fields.next(), fields.next()) {
+            let (RedisValue::BulkString(name), RedisValue::BulkString(value)) = (name, value)
+            else {
+                return Err(SharedError::Malformed("entry field"));
+            };
+            match name.as_slice() {
+                b"f" => {
+                    entry.first = std::str::from_utf8(&value)
+                        .ok()
+                        .and_then(|n| n.parse().ok())
+                        .ok_or(SharedError::Malformed("entry first"))?;
+                }
+                b"o" => entry.out = Bytes::from(value),
+                b"i" => entry.input = value,
+                b"t" => entry.terminal = value == b"1",
+                _ => {}
+            }
+        }
+        entries.push(entry);
+    }
+    Ok(entries)
+}

@@ -1,0 +1,142 @@
+//! Taking over a run whose replica died (its lease lapsed): the converter
+//! is rebuilt by feeding it the input the shared journal recorded (its
+//! output is thrown away: the journal has it), then the run re-attaches
+//! to the agent's task and goes on writing the journal, from the next
+//! frame number on. Only a replica that won the lease gets here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_agui::{AguiVersion, Options, OutputFormat, SequentialIds, StreamConverter};
+
+use super::shared::SharedRun;
+use super::{Conversion, RelayState, Run, Source};
+use crate::journal::InputOp;
+use crate::journal::redis::{RedisJournal, RemoteRun};
+use crate::outbound::Forwarded;
+use crate::state::AppState;
+
+pub async fn take_over(state: Arc<AppState>, journal: Arc<RedisJournal>, remote: RemoteRun) {
+    let key = remote.key.clone();
+    match rebuild(&state, &journal, remote).await {
+        Some(mut relay) => {
+            tracing::info!(run = key, "took over a run whose replica went away");
+            while let Some(bytes) = relay.next().await {
+                relay.publish(&bytes).await;
+            }
+        }
+        None => {
+            if let Err(err) = journal.release(&key).await {
+                tracing::warn!(run = key, "releasing a run's lease failed: {err}");
+            }
+        }
+    }
+}
+
+async fn rebuild(
+    state: &AppState,
+    journal: &Arc<RedisJournal>,
+    remote: RemoteRun,
+) -> Option<RelayState> {
+    let key = remote.key;
+    let spec = remote.spec;
+    let Ok(agent) = state.named(&spec.agent) else {
+        tracing::warn!(
+            run = key,
+            agent = spec.agent,
+            "cannot take over a run of an agent this replica does not have"
+        );
+        return None;
+    };
+    let permit = state.stream_permit().ok()?;
+    let entries = match journal.all_entries(&key).await {
+        Ok(entries) => entries,
+        Err(err) => {
+            tracing::warn!(run = key, "reading the run to take it over failed: {err}");
+            return None;
+        }
+    };
+    if entries.last().is_none_or(|e| e.terminal) {
+        // Ended, or never wrote a frame (its replica died before the
+        // agent answered): nothing to continue.
+        return None;
+    }
+    let options = Options {
+        thread_id: spec.thread_id,
+        run_id: spec.run_id,
+        interrupts: spec.interrupts,
+        version: if spec.v1 {
+            AguiVersion::V1
+        } else {
+            AguiVersion::Legacy
+        },
+        client_tools: spec.client_tools,
+        state: spec.state,
+    };
+    let format = OutputFormat::parse(&spec.format).unwrap_or(agent.config.format);
+    let max_event_bytes = state.config.limits.max_event_bytes;
+    let mut stream = StreamConverter::new(
+        options.clone(),
+        SequentialIds::tagged(spec.id_tag),
+        format,
+        max_event_bytes,
+    )
+    .with_event_ids(key.clone());
+    let mut scratch = Vec::new();
+    let mut last = 0;
+    for entry in &entries {
+        let replayed = InputOp::replay(&entry.input, |op, bytes| {
+            scratch.clear();
+            let _ = match op {
+                InputOp::Sse => stream.feed_sse(bytes, None, &mut scratch),
+                InputOp::Json => stream.feed_json(bytes, None, &mut scratch),
+                InputOp::Reattach => {
+                    stream.reattach();
+                    Ok(())
+                }
+            };
+        });
+        if replayed.is_none() {
+            tracing::warn!(
+                run = key,
+                "the run's recorded input is malformed: not taking it over"
+            );
+            return None;
+        }
+        last = entry.last;
+    }
+    if stream.last_event_number() != last {
+        // Some input was not recorded (too large): the rebuilt converter
+        // may differ; numbering goes on after what the journal has.
+        tracing::warn!(
+            run = key,
+            rebuilt = stream.last_event_number(),
+            journaled = last,
+            "the rebuilt run differs from the journal"
+        );
+    }
+    stream.number_events_after(last);
+    if stream.is_finished() || stream.converter().reattach_task().is_none() {
+        return None;
+    }
+    let run = Run {
+        forwarded: Forwarded::restore(&agent, &spec.headers),
+        agent,
+        conversion: Conversion {
+            options,
+            format,
+            on_end: None,
+            on_delivered: None,
+        },
+        keepalive: state.config.keepalive,
+        max_event_bytes,
+        shutdown: state.shutdown.clone(),
+        metrics: state.metrics.clone(),
+        log: None,
+        detach_grace: Duration::ZERO,
+        permit,
+    };
+    let limit = 2 * state.config.journal.limits.max_run_bytes;
+    let shared = SharedRun::held(journal.clone(), &key, last + 1, limit);
+    Some(RelayState::new(run, stream, Source::Lost, Some(shared)))
+}

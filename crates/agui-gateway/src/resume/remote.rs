@@ -1,0 +1,164 @@
+//! Following a run another replica holds, through the shared journal: the
+//! entries after the client's id, then each new one as it is written
+//! (a blocking read on a connection of its own). When the run goes quiet
+//! and its lease has lapsed (its replica died), this replica takes the
+//! lease and the run over (`relay::take_over`) and keeps following.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::Stream;
+use redis::aio::MultiplexedConnection;
+
+use crate::journal::redis::{BLOCK, Entry, RedisJournal, RemoteRun};
+use crate::journal::{ResumeError, frame_start};
+use crate::relay;
+use crate::state::SharedState;
+
+/// Takeovers one follower starts at most (each releases the lease when it
+/// cannot go on).
+const MAX_TAKEOVERS: u32 = 3;
+
+struct RemoteFollower {
+    state: SharedState,
+    journal: Arc<RedisJournal>,
+    connection: MultiplexedConnection,
+    remote: RemoteRun,
+    /// The number of the last frame handed out.
+    cursor: u64,
+    ready: VecDeque<Bytes>,
+    ended: bool,
+    takeovers: u32,
+    keepalive: Duration,
+    last_sent: Instant,
+}
+
+/// Frames of `entries` after `cursor`, in order; `None` when frames are
+/// missing (the journal no longer holds them).
+fn frames_after(
+    key: &str,
+    cursor: &mut u64,
+    entries: Vec<Entry>,
+    out: &mut VecDeque<Bytes>,
+) -> Option<bool> {
+    let mut ended = false;
+    for entry in entries {
+        if entry.last <= *cursor {
+            continue;
+        }
+        if entry.first > *cursor + 1 {
+            return None;
+        }
+        let start = if entry.first <= *cursor {
+            frame_start(&entry.out, key, *cursor + 1)?
+        } else {
+            0
+        };
+        out.push_back(entry.out.slice(start..));
+        *cursor = entry.last;
+        ended |= entry.terminal;
+    }
+    Some(ended)
+}
+
+impl RemoteFollower {
+    async fn next(&mut self) -> Option<Bytes> {
+        loop {
+            if !self.ready.is_empty() {
+                self.last_sent = Instant::now();
+                let parts: Vec<Bytes> = self.ready.drain(..).collect();
+                return Some(match parts.len() {
+                    1 => parts.into_iter().next().unwrap_or_default(),
+                    _ => Bytes::from(parts.concat()),
+                });
+            }
+            if self.ended {
+                return None;
+            }
+            let key = self.remote.key.clone();
+            let entries =
+                RedisJournal::read_after(&mut self.connection, &key, self.cursor, Some(BLOCK))
+                    .await
+                    .inspect_err(|err| {
+                        tracing::warn!(run = key, "following a shared run failed: {err}")
+                    })
+                    .ok()?;
+            if entries.is_empty() {
+                self.quiet().await;
+                if self.last_sent.elapsed() >= self.keepalive {
+                    self.last_sent = Instant::now();
+                    return Some(Bytes::from_static(b": ping\n\n"));
+                }
+                continue;
+            }
+            self.ended = frames_after(&key, &mut self.cursor, entries, &mut self.ready)?;
+        }
+    }
+
+    /// Nothing new: if nobody holds the unfinished run, take it over.
+    async fn quiet(&mut self) {
+        if self.takeovers >= MAX_TAKEOVERS {
+            return;
+        }
+        let key = &self.remote.key;
+        if self.journal.is_leased(key).await.unwrap_or(true) {
+            return;
+        }
+        if let Ok(Some(run)) = self.journal.find(key).await
+            && !run.done
+            && self.journal.take_over(key).await.unwrap_or(false)
+        {
+            self.takeovers += 1;
+            tokio::spawn(relay::take_over(
+                self.state.clone(),
+                self.journal.clone(),
+                run,
+            ));
+        }
+    }
+}
+
+/// The frames of a run held elsewhere after number `after`, then live.
+/// Refused before any byte when the journal no longer holds them.
+pub async fn follow(
+    state: SharedState,
+    journal: Arc<RedisJournal>,
+    remote: RemoteRun,
+    after: u64,
+) -> Result<impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static, ResumeError> {
+    let mut connection = journal
+        .tail_connection()
+        .await
+        .map_err(|_| ResumeError::Unknown)?;
+    let entries = RedisJournal::read_after(&mut connection, &remote.key, after, None)
+        .await
+        .map_err(|_| ResumeError::Unknown)?;
+    let mut cursor = after;
+    let mut ready = VecDeque::new();
+    let ended = match frames_after(&remote.key, &mut cursor, entries, &mut ready) {
+        Some(ended) => ended || (ready.is_empty() && remote.done),
+        None => return Err(ResumeError::TooOld),
+    };
+    let follower = RemoteFollower {
+        keepalive: state.config.keepalive,
+        state,
+        journal,
+        connection,
+        remote,
+        cursor,
+        ready,
+        ended,
+        takeovers: 0,
+        last_sent: Instant::now(),
+    };
+    Ok(futures::stream::unfold(
+        follower,
+        |mut follower| async move {
+            let bytes = follower.next().await?;
+            Some((Ok(bytes), follower))
+        },
+    ))
+}
