@@ -58,13 +58,28 @@ struct Totals {
     errors: u64,
 }
 
+/// Thread and message ids are new for every loadgen process: the gateway
+/// remembers what each thread already sent (issue 10) and refuses a run
+/// with nothing new, so a second run on the same gateway must not repeat
+/// the first's ids.
+fn run_prefix() -> &'static str {
+    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PREFIX.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        format!("{:x}-{}", nanos, std::process::id())
+    })
+}
+
 fn body(mode: &str, message: &str, n: usize) -> Value {
+    let prefix = run_prefix();
     if mode == "a2a" {
         json!({ "jsonrpc": "2.0", "id": n, "method": "message/stream", "params": { "message":
             { "kind": "message", "role": "user", "messageId": format!("m{n}"), "parts": [{ "kind": "text", "text": message }] } } })
     } else {
-        json!({ "threadId": format!("thread-{n}"), "runId": format!("run-{n}"), "state": {}, "tools": [], "context": [],
-            "forwardedProps": {}, "messages": [{ "id": format!("u{n}"), "role": "user", "content": message }] })
+        json!({ "threadId": format!("thread-{prefix}-{n}"), "runId": format!("run-{n}"), "state": {}, "tools": [], "context": [],
+            "forwardedProps": {}, "messages": [{ "id": format!("u-{prefix}-{n}"), "role": "user", "content": message }] })
     }
 }
 

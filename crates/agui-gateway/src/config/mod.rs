@@ -25,7 +25,7 @@
 //! max_card_bytes = 1048576
 //! journal_max_runs = 10000
 //! journal_max_run_bytes = 1048576
-//! journal_max_bytes = 268435456
+//! journal_max_bytes = 67108864
 //! journal_ttl_secs = 300
 //!
 //! [cors]

@@ -100,7 +100,7 @@ impl Default for JournalLimits {
         JournalLimits {
             max_runs: 10_000,
             max_run_bytes: 1 << 20,
-            max_bytes: 256 << 20,
+            max_bytes: 64 << 20,
             ttl: Duration::from_secs(300),
         }
     }
