@@ -96,22 +96,7 @@ impl MemoryJournal {
 
     /// A new run, with one listener (the client that started it).
     pub fn open(&self, key: String, identity: RunIdentity) -> Arc<RunLog> {
-        let log = Arc::new(RunLog {
-            key: key.clone(),
-            identity,
-            journal: Arc::downgrade(&self.shared),
-            state: Mutex::new(LogState {
-                chunks: VecDeque::new(),
-                bytes: 0,
-                first: 1,
-                last: 0,
-                finished_at: None,
-                listeners: 1,
-                last_left: Instant::now(),
-                counted: true,
-            }),
-            last: watch::channel(0).0,
-        });
+        let log = RunLog::new(key.clone(), identity, Arc::downgrade(&self.shared));
         let Ok(mut index) = self.shared.index.lock() else {
             return log;
         };
@@ -195,7 +180,9 @@ impl Shared {
             }
         }
         if let Ok(mut state) = log.state.lock() {
-            self.bytes.fetch_sub(state.bytes, Ordering::Relaxed);
+            if state.counted {
+                self.bytes.fetch_sub(state.bytes, Ordering::Relaxed);
+            }
             state.counted = false;
             // A finished run's frames go now; a live one keeps what its
             // followers still read.
@@ -225,18 +212,73 @@ impl Shared {
             }
         }
         drop(index);
-        let over = self
-            .bytes
-            .load(Ordering::Relaxed)
-            .saturating_sub(self.limits.max_bytes);
-        if over > 0 {
-            let freed = growing.trim(|state| state.bytes.saturating_sub(over));
-            self.bytes.fetch_sub(freed, Ordering::Relaxed);
+        if let Ok(mut state) = growing.state.lock() {
+            let over = self
+                .bytes
+                .load(Ordering::Relaxed)
+                .saturating_sub(self.limits.max_bytes);
+            if over > 0 && state.counted {
+                let before = state.bytes;
+                state.trim_to(before.saturating_sub(over));
+                self.adjust(before, state.bytes);
+            }
+        }
+    }
+
+    /// A counted run went from `before` to `after` bytes. Called with that
+    /// run's lock held, as every change of a run's share of the total is,
+    /// so that eviction (which uncounts a run under its lock) and appends
+    /// never both take the same bytes off. Returns the new total.
+    fn adjust(&self, before: usize, after: usize) -> usize {
+        if after >= before {
+            self.bytes.fetch_add(after - before, Ordering::Relaxed) + (after - before)
+        } else {
+            self.bytes
+                .fetch_sub(before - after, Ordering::Relaxed)
+                .saturating_sub(before - after)
+        }
+    }
+}
+
+impl LogState {
+    /// Drops the oldest chunks (never the last) until at most `keep`
+    /// bytes are held.
+    fn trim_to(&mut self, keep: usize) {
+        while self.bytes > keep && self.chunks.len() > 1 {
+            if let Some(chunk) = self.chunks.pop_front() {
+                self.bytes -= chunk.bytes.len();
+                self.first = chunk.last + 1;
+            }
         }
     }
 }
 
 impl RunLog {
+    fn new(key: String, identity: RunIdentity, journal: Weak<Shared>) -> Arc<RunLog> {
+        Arc::new(RunLog {
+            key,
+            identity,
+            journal,
+            state: Mutex::new(LogState {
+                chunks: VecDeque::new(),
+                bytes: 0,
+                first: 1,
+                last: 0,
+                finished_at: None,
+                listeners: 1,
+                last_left: Instant::now(),
+                counted: true,
+            }),
+            last: watch::channel(0).0,
+        })
+    }
+
+    /// A log in no journal, keeping no frames: the listeners of a run
+    /// whose frames live elsewhere (a run taken over, kept in Redis).
+    pub fn standalone(key: String, identity: RunIdentity) -> Arc<RunLog> {
+        RunLog::new(key, identity, Weak::new())
+    }
+
     pub fn key(&self) -> &str {
         &self.key
     }
@@ -251,53 +293,31 @@ impl RunLog {
         let Some(journal) = self.journal.upgrade() else {
             return;
         };
-        let mut added = bytes.len();
-        let counted = {
+        let total = {
             let Ok(mut state) = self.state.lock() else {
                 return;
             };
             if terminal {
                 state.finished_at = Some(Instant::now());
             }
+            let before = state.bytes;
             if last > state.last {
                 let first = state.last + 1;
+                state.bytes += bytes.len();
                 state.chunks.push_back(Chunk { first, last, bytes });
                 state.last = last;
-                state.bytes += added;
-            } else {
-                added = 0;
             }
-            state.counted
+            state.trim_to(journal.limits.max_run_bytes);
+            if state.counted {
+                journal.adjust(before, state.bytes)
+            } else {
+                0
+            }
         };
-        let limit = journal.limits.max_run_bytes;
-        let removed = self.trim(|_| limit);
         self.last.send_replace(last);
-        if !counted {
-            return;
-        }
-        let total = journal.bytes.fetch_add(added, Ordering::Relaxed) + added;
-        journal.bytes.fetch_sub(removed, Ordering::Relaxed);
-        if total.saturating_sub(removed) > journal.limits.max_bytes {
+        if total > journal.limits.max_bytes {
             journal.make_room(self);
         }
-    }
-
-    /// Drops the oldest chunks (never the last) until the log holds no more
-    /// than `keep(state)` bytes; returns the bytes freed.
-    fn trim(&self, keep: impl Fn(&LogState) -> usize) -> usize {
-        let Ok(mut state) = self.state.lock() else {
-            return 0;
-        };
-        let keep = keep(&state);
-        let mut freed = 0;
-        while state.bytes > keep && state.chunks.len() > 1 {
-            if let Some(chunk) = state.chunks.pop_front() {
-                state.bytes -= chunk.bytes.len();
-                freed += chunk.bytes.len();
-                state.first = chunk.last + 1;
-            }
-        }
-        freed
     }
 
     /// The run ended without writing its terminal event (the process is
@@ -477,6 +497,29 @@ mod tests {
             live.append(n, Bytes::from(vec![b'y'; 100]), false);
         }
         assert!(journal.usage().1 <= 1_000, "{:?}", journal.usage());
+    }
+
+    #[test]
+    fn an_evicted_live_run_no_longer_counts_and_never_makes_the_total_wrap() {
+        let limits = JournalLimits {
+            max_runs: 1,
+            max_run_bytes: 64,
+            max_bytes: 1_000,
+            ..JournalLimits::default()
+        };
+        let journal = MemoryJournal::new(limits);
+        let evicted = journal.open(KEY.to_owned(), identity(None));
+        evicted.append(1, frames(1, 1), false);
+        let kept = journal.open("f".repeat(16), identity(None));
+        // The evicted run goes on (its followers still read it), trimming
+        // itself, but its bytes are no longer the journal's.
+        for n in 2..=6 {
+            evicted.append(n, frames(n, n), false);
+        }
+        assert_eq!(journal.usage(), (1, 0));
+        kept.append(1, frames(1, 1), false);
+        assert_eq!(journal.usage(), (1, frames(1, 1).len()));
+        assert!(evicted.read_after(5).is_ok());
     }
 
     #[test]

@@ -200,22 +200,36 @@ pub fn frame_start(chunk: &[u8], key: &str, n: u64) -> Option<usize> {
         .map(|at| at + 2)
 }
 
+/// Headers that may carry who the client is, to an agent that judges it:
+/// with the gateway's authentication off they are the caller's identity.
+const CREDENTIAL_HEADERS: [&str; 5] = [
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "x-api-key",
+    "api-key",
+];
+
 /// Who calls, as far as runs go: the authenticated caller
-/// (`edge::scope`), or with authentication off (scope empty) the client's
-/// `Authorization`, which the agent may judge. A run is continued, and a
-/// thread's runs are found, only by the same caller.
+/// (`edge::scope`), or with authentication off (scope empty) every
+/// credential-carrying header the client sent, which the agent may judge.
+/// A run is continued, and a thread's runs are found, only by the same
+/// caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Caller([u8; 32]);
 
 impl Caller {
     pub fn of(scope: &str, headers: &HeaderMap) -> Caller {
-        let credential = match scope {
-            "" => headers
-                .get(axum::http::header::AUTHORIZATION)
-                .map_or(&b""[..], |v| v.as_bytes()),
-            _ => b"",
-        };
-        Caller(digest(&[scope.as_bytes(), credential]))
+        let mut fields: Vec<&[u8]> = vec![scope.as_bytes()];
+        if scope.is_empty() {
+            for name in CREDENTIAL_HEADERS {
+                fields.push(name.as_bytes());
+                for value in headers.get_all(name) {
+                    fields.push(value.as_bytes());
+                }
+            }
+        }
+        Caller(digest(&fields))
     }
 }
 
@@ -416,5 +430,12 @@ mod tests {
         );
         // With an authenticated caller, the caller is the identity.
         assert_eq!(Caller::of("k", &none), Caller::of("k", &bearer));
+        // Without one, any credential the agent may judge tells callers apart.
+        let mut keyed = HeaderMap::new();
+        keyed.insert("x-api-key", "k1".parse().unwrap());
+        assert_ne!(Caller::of("", &keyed), anyone);
+        let mut cookie = HeaderMap::new();
+        cookie.insert("cookie", "s=1".parse().unwrap());
+        assert_ne!(Caller::of("", &cookie), Caller::of("", &keyed));
     }
 }

@@ -91,8 +91,20 @@ pub struct RedisJournal {
     /// This replica's id (the gateway id): the lease's value.
     replica: String,
     ttl: Duration,
+    append: Script,
     renew: Script,
     release: Script,
+}
+
+/// What an append came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Appended {
+    Written,
+    /// The lease is another replica's (this one was too slow to renew it,
+    /// and the run was taken over): this replica must stop writing.
+    NotHolder,
+    /// The entry does not start right after the stream's last one.
+    OutOfOrder,
 }
 
 fn run_key(key: &str) -> String {
@@ -135,13 +147,31 @@ impl RedisJournal {
             manager,
             replica,
             ttl: limits.ttl,
+            // One writer, in order: the lease holder appends the entry
+            // that starts right after the stream's last one, or nothing.
+            append: Script::new(
+                "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end \
+                 local top = redis.call('xrevrange', KEYS[2], '+', '-', 'COUNT', 1) \
+                 local last = 0 \
+                 if #top > 0 then last = tonumber(string.match(top[1][1], '^0%-(%d+)$')) or -1 end \
+                 if last + 1 ~= tonumber(ARGV[2]) then return -1 end \
+                 redis.call('xadd', KEYS[2], '0-' .. ARGV[3], 'f', ARGV[2], 'o', ARGV[4], 'i', ARGV[5], 't', ARGV[6]) \
+                 if ARGV[6] == '1' then \
+                   redis.call('hset', KEYS[3], 'done', '1') \
+                   redis.call('pexpire', KEYS[3], ARGV[7]) \
+                   redis.call('pexpire', KEYS[2], ARGV[7]) \
+                   redis.call('del', KEYS[1]) \
+                 elseif last == 0 then \
+                   redis.call('pexpire', KEYS[2], ARGV[8]) \
+                 end \
+                 return 1",
+            ),
             // Renew or release only a lease still ours (Redis 7.0 has no
-            // compare-and-expire).
+            // compare-and-expire); the run's keys live on with it.
             renew: Script::new(
                 "if redis.call('get', KEYS[1]) == ARGV[1] then \
                    redis.call('pexpire', KEYS[1], ARGV[2]) \
-                   redis.call('pexpire', KEYS[2], ARGV[3]) \
-                   redis.call('pexpire', KEYS[3], ARGV[3]) \
+                   for i = 2, #KEYS do redis.call('pexpire', KEYS[i], ARGV[3]) end \
                    return 1 \
                  end return 0",
             ),
@@ -207,50 +237,78 @@ impl RedisJournal {
     }
 
     /// Frames written (and the input that produced them), before any
-    /// client has them; on the terminal chunk the run is marked done, its
-    /// keys get the finished run's TTL and the lease goes.
-    pub async fn append(&self, key: &str, entry: &Entry) -> Result<(), SharedError> {
-        let mut pipe = redis::pipe();
-        pipe.cmd("XADD")
-            .arg(log_key(key))
-            .arg(format!("0-{}", entry.last))
-            .arg("f")
-            .arg(entry.first)
-            .arg("o")
-            .arg(entry.out.as_ref())
-            .arg("i")
-            .arg(&entry.input)
-            .arg("t")
-            .arg(u8::from(entry.terminal));
-        if entry.terminal {
-            let ttl = millis(self.ttl) as i64;
-            pipe.ignore()
-                .hset(run_key(key), "done", 1)
-                .ignore()
-                .pexpire(run_key(key), ttl)
-                .ignore()
-                .pexpire(log_key(key), ttl)
-                .ignore();
-        } else if entry.first == 1 {
-            pipe.ignore()
-                .pexpire(log_key(key), millis(LIVE_TTL) as i64)
-                .ignore();
-        }
-        pipe.query_async::<RedisValue>(&mut self.conn()).await?;
-        if entry.terminal {
-            self.release(key).await?;
-        }
-        Ok(())
+    /// client has them, by the lease holder only and in order; on the
+    /// terminal chunk the run is marked done, its keys get the finished
+    /// run's TTL and the lease goes.
+    pub async fn append(
+        &self,
+        key: &str,
+        first: u64,
+        last: u64,
+        out: &[u8],
+        input: &[u8],
+        terminal: bool,
+    ) -> Result<Appended, SharedError> {
+        let outcome: i64 = self
+            .append
+            .key(lease_key(key))
+            .key(log_key(key))
+            .key(run_key(key))
+            .arg(&self.replica)
+            .arg(first)
+            .arg(last)
+            .arg(out)
+            .arg(input)
+            .arg(u8::from(terminal))
+            .arg(millis(self.ttl))
+            .arg(millis(LIVE_TTL))
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(match outcome {
+            1 => Appended::Written,
+            0 => Appended::NotHolder,
+            _ => Appended::OutOfOrder,
+        })
     }
 
-    /// Keeps the lease (and the run's keys); false when it is no longer
-    /// this replica's.
-    pub async fn renew(&self, key: &str) -> Result<bool, SharedError> {
-        let held: i64 = self
-            .renew
-            .key(lease_key(key))
-            .key(run_key(key))
-            .key(log_key(key))
+    /// The run stops being shared (Redis failed for it, or it outgrew its
+    /// bound): other replicas answer 410 for it from now on, and its lease
+    /// goes so that nobody takes over a run that goes on here.
+    pub async fn unshare(&self, key: &str) -> Result<(), SharedError> {
+        let _: () = redis::cmd("HSET")
+            .arg(run_key(key))
+            .arg("unshared")
+            .arg(1)
+            .query_async(&mut self.conn())
+            .await?;
+        self.release(key).await
+    }
+
+    /// The number of the last frame written (0 for none).
+    pub async fn last_frame(
+        connection: &mut MultiplexedConnection,
+        key: &str,
+    ) -> Result<u64, SharedError> {
+        let reply: RedisValue = redis::cmd("XREVRANGE")
+            .arg(log_key(key))
+            .arg("+")
+            .arg("-")
+            .arg("COUNT")
+            .arg(1)
+            .query_async(connection)
+            .await?;
+        Ok(parse_entries(reply)?.first().map_or(0, |entry| entry.last))
+    }
+
+    /// Keeps the lease (and the run's keys, its thread's list too);
+    /// false when it is no longer this replica's.
+    pub async fn renew(&self, key: &str, thread: Option<&ThreadRef>) -> Result<bool, SharedError> {
+        let mut invocation = self.renew.key(lease_key(key));
+        invocation.key(run_key(key)).key(log_key(key));
+        if let Some(thread) = thread {
+            invocation.key(thread_key(thread));
+        }
+        let held: i64 = invocation
             .arg(&self.replica)
             .arg(millis(LEASE))
             .arg(millis(LIVE_TTL))
@@ -296,7 +354,7 @@ impl RedisJournal {
             .arg(run_key(key))
             .query_async(&mut self.conn())
             .await?;
-        if fields.is_empty() {
+        if fields.is_empty() || fields.contains_key("unshared") {
             return Ok(None);
         }
         let text = |name: &str| {

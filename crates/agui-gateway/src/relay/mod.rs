@@ -8,6 +8,7 @@
 //! reads on into the journal for `detach_grace_secs`, for a reconnect),
 //! else the upstream response is dropped, which closes its connection.
 
+mod detach;
 mod heal;
 mod shared;
 mod takeover;
@@ -30,6 +31,7 @@ use futures::{Stream, StreamExt};
 use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
 
+use self::detach::Attached;
 use self::heal::Healed;
 use self::shared::SharedRun;
 use crate::error::ApiError;
@@ -175,6 +177,10 @@ struct RelayState {
     /// Handed to another replica at shutdown (`stopping`): not ended,
     /// not cancelled.
     handed_over: bool,
+    /// Pieces handed out by `next` but not journaled yet (`publish`).
+    unpublished: Vec<Bytes>,
+    /// The number of the last frame journaled.
+    published: u64,
     finished: bool,
     _active: crate::metrics::ActiveStream,
 }
@@ -209,18 +215,35 @@ impl RelayState {
             reattached: 0,
             shared,
             handed_over: false,
+            unpublished: Vec::new(),
+            published: 0,
             finished: false,
         }
     }
 
-    /// Writes a piece of the body to the shared journal (when there is one)
-    /// before the caller hands it to anyone.
+    /// Writes a piece of the body to the journal (to Redis first, when
+    /// shared, then to this replica's memory) before the caller hands it to
+    /// anyone. A piece without frames (a keep-alive) is not journaled. A
+    /// write cut short (the client went away during it) is done again, with
+    /// the next piece.
     async fn publish(&mut self, out: &Bytes) {
-        if let Some(shared) = &mut self.shared {
-            shared
-                .publish(self.stream.last_event_number(), out, self.finished)
-                .await;
+        let last = self.stream.last_event_number();
+        if last <= self.published {
+            return;
         }
+        self.unpublished.push(out.clone());
+        let joined = match self.unpublished.as_slice() {
+            [one] => one.clone(),
+            many => Bytes::from(many.concat()),
+        };
+        if let Some(shared) = &mut self.shared {
+            shared.write(last, &joined, self.finished).await;
+        }
+        if let Some(log) = &self.run.log {
+            log.append(last, joined, self.finished);
+        }
+        self.unpublished.clear();
+        self.published = last;
     }
 
     /// The gateway stops. A shared run is handed over: its lease released
@@ -275,11 +298,7 @@ impl RelayState {
             return Bytes::new();
         }
         self.last_output = Instant::now();
-        let out = Bytes::from(out);
-        if let Some(log) = &self.run.log {
-            log.append(self.stream.last_event_number(), out.clone(), self.finished);
-        }
-        out
+        Bytes::from(out)
     }
 
     fn finish(&mut self, end: StreamEnd) -> Bytes {
@@ -326,6 +345,9 @@ impl RelayState {
                     match chunk {
                         Some(Ok(bytes)) => {
                             if let Some(out) = self.feed(&bytes) {
+                                // Progress: a stream that breaks later may
+                                // be re-attached to as often again.
+                                self.reattached = 0;
                                 return Some(out);
                             }
                         }
@@ -448,95 +470,6 @@ impl RelayState {
             ErrorCode::UpstreamHttpError,
             format!("the upstream agent answered HTTP {}", status.as_u16()),
         )
-    }
-}
-
-impl RelayState {
-    /// The client went away before the end. With a journal the run goes
-    /// on, detached, for a reconnect; else (or with no runtime to run it
-    /// on) it ends here, in `Drop`.
-    fn client_left(self) {
-        if self.finished || self.handed_over || self.run.detach_grace.is_zero() {
-            return;
-        }
-        let Some(log) = self.run.log.clone() else {
-            return;
-        };
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            log.detach();
-            self.run.metrics.count_detached();
-            handle.spawn(self.pump(log));
-        }
-    }
-
-    /// Reads the upstream on into the journal while nobody follows, until
-    /// the run ends or nobody came back within the grace period.
-    async fn pump(mut self, log: Arc<RunLog>) {
-        let grace = self.run.detach_grace;
-        loop {
-            let deadline = log
-                .abandon_at(grace)
-                .unwrap_or_else(|| Instant::now() + grace);
-            tokio::select! {
-                next = self.next() => match next {
-                    Some(bytes) => self.publish(&bytes).await,
-                    None => return,
-                },
-                () = tokio::time::sleep_until(deadline.into()) => {
-                    if log.abandon_at(grace).is_some_and(|at| at <= Instant::now()) {
-                        // The RUN_ERROR below is what counts it.
-                        self.cancel_upstream();
-                        let secs = grace.as_secs();
-                        let ended = self.fail(
-                            ErrorCode::ClientDisconnected,
-                            format!("the client went away and did not reconnect within {secs} s"),
-                        );
-                        self.publish(&ended).await;
-                        return;
-                    }
-                }
-            }
-        }
-    }
-
-    /// Nobody will read the run: cancelled upstream when the agent is
-    /// configured so.
-    fn cancel_upstream(&self) {
-        let task = self.stream.converter().task_id().map(str::to_owned);
-        if let (true, Some(task)) = (self.run.agent.config.cancel_on_disconnect, task) {
-            let agent = self.run.agent.clone();
-            let forwarded = self.run.forwarded.clone();
-            if let Ok(handle) = tokio::runtime::Handle::try_current() {
-                handle.spawn(async move { send_cancel(&agent, &forwarded, &task).await });
-            }
-        }
-    }
-}
-
-impl Drop for RelayState {
-    fn drop(&mut self) {
-        if self.finished || self.handed_over {
-            return;
-        }
-        self.run
-            .metrics
-            .count_error(ErrorCode::ClientDisconnected.as_str());
-        self.cancel_upstream();
-        if let Some(log) = &self.run.log {
-            log.close();
-        }
-    }
-}
-
-/// The response body's hold on its run: dropped before the run's end (the
-/// client went away), it lets the run go on detached.
-struct Attached(Option<RelayState>);
-
-impl Drop for Attached {
-    fn drop(&mut self) {
-        if let Some(state) = self.0.take() {
-            state.client_left();
-        }
     }
 }
 

@@ -7,17 +7,16 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bytes::Bytes;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::journal::InputOp;
-use crate::journal::RunIdentity;
-use crate::journal::redis::{Entry, RENEW_EVERY, RedisJournal, RunSpec};
+use crate::journal::redis::{Appended, RENEW_EVERY, RedisJournal, RunSpec};
+use crate::journal::{InputOp, RunIdentity, ThreadRef};
 
 pub(super) struct SharedRun {
     journal: Arc<RedisJournal>,
     key: String,
-    /// Converter input since the last entry written.
+    /// The input that produced frames not written yet. Cleared only once
+    /// they are: a write cut short is done again with the next one.
     input: Vec<u8>,
     /// The number of the first frame not written yet.
     next: u64,
@@ -27,6 +26,7 @@ pub(super) struct SharedRun {
     /// Writing stopped: Redis failed, the lease was lost, or the limit.
     stopped: bool,
     lease_lost: Arc<AtomicBool>,
+    /// Stops the renewal when the run is dropped.
     _renewal: DropGuard,
 }
 
@@ -44,13 +44,15 @@ impl SharedRun {
             tracing::warn!(run = key, "the run is not shared: {err}");
             return None;
         }
-        Some(SharedRun::held(journal, key, 1, limit))
+        let thread = identity.thread.as_ref().map(|(thread, _)| *thread);
+        Some(SharedRun::held(journal, key, thread, 1, limit))
     }
 
     /// A run whose lease this replica holds, from frame `next` on.
     pub(super) fn held(
         journal: Arc<RedisJournal>,
         key: &str,
+        thread: Option<ThreadRef>,
         next: u64,
         limit: usize,
     ) -> SharedRun {
@@ -59,6 +61,7 @@ impl SharedRun {
         tokio::spawn(renew(
             journal.clone(),
             key.to_owned(),
+            thread,
             stop.clone(),
             lease_lost.clone(),
         ));
@@ -75,6 +78,76 @@ impl SharedRun {
         }
     }
 
+    pub(super) fn record(&mut self, op: InputOp, bytes: &[u8]) {
+        if !self.stopped {
+            op.record(&mut self.input, bytes);
+        }
+    }
+
+    /// Writes frames `next..=last` (`out`) with the input that produced
+    /// them. On any failure the run stops being shared, and says so.
+    pub(super) async fn write(&mut self, last: u64, out: &[u8], terminal: bool) {
+        if self.stopped || last < self.next {
+            return;
+        }
+        if self.lease_lost.load(Ordering::Relaxed) {
+            // Another replica took the run over: it writes now.
+            tracing::warn!(run = self.key, "lost the run's lease: no longer sharing it");
+            self.stopped = true;
+            return;
+        }
+        if self.written + out.len() + self.input.len() > self.limit {
+            tracing::warn!(
+                run = self.key,
+                limit = self.limit,
+                "the run outgrew the shared journal's bound: no longer sharing it"
+            );
+            return self.unshare().await;
+        }
+        let appended = self
+            .journal
+            .append(&self.key, self.next, last, out, &self.input, terminal)
+            .await;
+        match appended {
+            Ok(Appended::Written) => {
+                self.written += out.len() + self.input.len();
+                self.input.clear();
+                self.next = last + 1;
+            }
+            Ok(Appended::NotHolder) => {
+                tracing::warn!(
+                    run = self.key,
+                    "the run's lease is another replica's: no longer sharing it"
+                );
+                self.stopped = true;
+            }
+            // A write cut short that Redis had done after all.
+            Ok(Appended::OutOfOrder) => {
+                tracing::warn!(
+                    run = self.key,
+                    "the shared journal is ahead of this replica: no longer sharing the run"
+                );
+                self.unshare().await;
+            }
+            Err(err) => {
+                tracing::warn!(
+                    run = self.key,
+                    "writing the shared journal failed, no longer sharing the run: {err}"
+                );
+                self.unshare().await;
+            }
+        }
+    }
+
+    /// The run goes on here only: other replicas answer 410 for it, and
+    /// nobody takes it over.
+    async fn unshare(&mut self) {
+        self.stopped = true;
+        if let Err(err) = self.journal.unshare(&self.key).await {
+            tracing::warn!(run = self.key, "marking the run unshared failed: {err}");
+        }
+    }
+
     /// This replica stops: the lease goes at once (not after it lapses),
     /// so a replica serving the client's reconnect takes the run over.
     /// False when the run is not (or no longer) shared.
@@ -83,60 +156,11 @@ impl SharedRun {
             return false;
         }
         self.stopped = true;
-        match self.journal.release(&self.key).await {
-            Ok(()) => true,
-            Err(err) => {
-                // It lapses on its own within the lease's time.
-                tracing::warn!(run = self.key, "releasing the run's lease failed: {err}");
-                true
-            }
+        if let Err(err) = self.journal.release(&self.key).await {
+            // It lapses on its own within the lease's time.
+            tracing::warn!(run = self.key, "releasing the run's lease failed: {err}");
         }
-    }
-
-    pub(super) fn record(&mut self, op: InputOp, bytes: &[u8]) {
-        if !self.stopped {
-            op.record(&mut self.input, bytes);
-        }
-    }
-
-    /// Writes the frames up to number `last` (the end of `out`); nothing
-    /// for a chunk without frames (a keep-alive comment).
-    pub(super) async fn publish(&mut self, last: u64, out: &Bytes, terminal: bool) {
-        if self.stopped || last < self.next {
-            return;
-        }
-        if self.lease_lost.load(Ordering::Relaxed) {
-            tracing::warn!(run = self.key, "lost the run's lease: no longer sharing it");
-            self.stopped = true;
-            return;
-        }
-        self.written += out.len() + self.input.len();
-        if self.written > self.limit {
-            tracing::warn!(
-                run = self.key,
-                limit = self.limit,
-                "the run outgrew the shared journal's bound: no longer sharing it"
-            );
-            self.stopped = true;
-            return;
-        }
-        let entry = Entry {
-            first: self.next,
-            last,
-            out: out.clone(),
-            input: std::mem::take(&mut self.input),
-            terminal,
-        };
-        match self.journal.append(&self.key, &entry).await {
-            Ok(()) => self.next = last + 1,
-            Err(err) => {
-                tracing::warn!(
-                    run = self.key,
-                    "writing the shared journal failed, no longer sharing the run: {err}"
-                );
-                self.stopped = true;
-            }
-        }
+        true
     }
 }
 
@@ -144,6 +168,7 @@ impl SharedRun {
 async fn renew(
     journal: Arc<RedisJournal>,
     key: String,
+    thread: Option<ThreadRef>,
     stop: CancellationToken,
     lost: Arc<AtomicBool>,
 ) {
@@ -152,7 +177,7 @@ async fn renew(
             () = stop.cancelled() => return,
             () = tokio::time::sleep(RENEW_EVERY) => {}
         }
-        match journal.renew(&key).await {
+        match journal.renew(&key, thread.as_ref()).await {
             Ok(true) => {}
             Ok(false) => {
                 lost.store(true, Ordering::Relaxed);

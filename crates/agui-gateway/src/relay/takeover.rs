@@ -2,7 +2,11 @@
 //! is rebuilt by feeding it the input the shared journal recorded (its
 //! output is thrown away: the journal has it), then the run re-attaches
 //! to the agent's task and goes on writing the journal, from the next
-//! frame number on. Only a replica that won the lease gets here.
+//! frame number on. Only a replica that won the lease gets here. The
+//! taken-over run is detached like any other: it goes on while the
+//! followers on this replica (the log's listeners) or a reconnect come
+//! within `detach_grace_secs`, else it is abandoned (and cancelled, as
+//! `cancel_on_disconnect` says).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,19 +15,24 @@ use a2a_agui::{AguiVersion, Options, OutputFormat, SequentialIds, StreamConverte
 
 use super::shared::SharedRun;
 use super::{Conversion, RelayState, Run, Source};
-use crate::journal::InputOp;
 use crate::journal::redis::{RedisJournal, RemoteRun};
+use crate::journal::{InputOp, RunLog};
 use crate::outbound::Forwarded;
 use crate::state::AppState;
 
-pub async fn take_over(state: Arc<AppState>, journal: Arc<RedisJournal>, remote: RemoteRun) {
+/// `log` counts the followers on this replica (the one that took the
+/// lease holds it).
+pub async fn take_over(
+    state: Arc<AppState>,
+    journal: Arc<RedisJournal>,
+    remote: RemoteRun,
+    log: Arc<RunLog>,
+) {
     let key = remote.key.clone();
-    match rebuild(&state, &journal, remote).await {
-        Some(mut relay) => {
+    match rebuild(&state, &journal, remote, log.clone()).await {
+        Some(relay) => {
             tracing::info!(run = key, "took over a run whose replica went away");
-            while let Some(bytes) = relay.next().await {
-                relay.publish(&bytes).await;
-            }
+            relay.pump(log).await;
         }
         None => {
             if let Err(err) = journal.release(&key).await {
@@ -37,6 +46,7 @@ async fn rebuild(
     state: &AppState,
     journal: &Arc<RedisJournal>,
     remote: RemoteRun,
+    log: Arc<RunLog>,
 ) -> Option<RelayState> {
     let key = remote.key;
     let spec = remote.spec;
@@ -132,11 +142,19 @@ async fn rebuild(
         max_event_bytes,
         shutdown: state.shutdown.clone(),
         metrics: state.metrics.clone(),
-        log: None,
-        detach_grace: Duration::ZERO,
+        log: Some(log),
+        // A grace of zero would end it at once: followers come through
+        // Redis, a moment after the takeover.
+        detach_grace: state
+            .config
+            .journal
+            .detach_grace
+            .max(Duration::from_secs(1)),
         permit,
     };
     let limit = 2 * state.config.journal.limits.max_run_bytes;
-    let shared = SharedRun::held(journal.clone(), &key, last + 1, limit);
-    Some(RelayState::new(run, stream, Source::Lost, Some(shared)))
+    let shared = SharedRun::held(journal.clone(), &key, None, last + 1, limit);
+    let mut relay = RelayState::new(run, stream, Source::Lost, Some(shared));
+    relay.published = last;
+    Some(relay)
 }

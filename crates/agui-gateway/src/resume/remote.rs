@@ -12,9 +12,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures::Stream;
 use redis::aio::MultiplexedConnection;
+use tokio::sync::OwnedSemaphorePermit;
 
 use crate::journal::redis::{BLOCK, Entry, RedisJournal, RemoteRun};
-use crate::journal::{ResumeError, frame_start};
+use crate::journal::{ResumeError, RunIdentity, RunLog, frame_start};
 use crate::relay;
 use crate::state::SharedState;
 
@@ -32,8 +33,24 @@ struct RemoteFollower {
     ready: VecDeque<Bytes>,
     ended: bool,
     takeovers: u32,
+    /// The run is gone from Redis (expired, unshared): nothing more comes.
+    gone: bool,
+    /// The listeners of a run this replica took over: this follower is
+    /// one while it lasts.
+    following: Option<Arc<RunLog>>,
     keepalive: Duration,
     last_sent: Instant,
+    /// A place under `max_streams`: a remote follower holds a Redis
+    /// connection of its own.
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Drop for RemoteFollower {
+    fn drop(&mut self) {
+        if let Some(log) = &self.following {
+            log.detach();
+        }
+    }
 }
 
 /// Frames of `entries` after `cursor`, in order; `None` when frames are
@@ -75,7 +92,7 @@ impl RemoteFollower {
                     _ => Bytes::from(parts.concat()),
                 });
             }
-            if self.ended {
+            if self.ended || self.gone {
                 return None;
             }
             let key = self.remote.key.clone();
@@ -98,24 +115,46 @@ impl RemoteFollower {
         }
     }
 
-    /// Nothing new: if nobody holds the unfinished run, take it over.
+    /// Nothing new: if nobody holds the unfinished run, take it over; if
+    /// the run is gone, or nobody holds it and this follower gave up
+    /// taking it over, the stream ends (without a terminal event: the
+    /// client's reconnect then gets a clear 410).
     async fn quiet(&mut self) {
-        if self.takeovers >= MAX_TAKEOVERS {
-            return;
-        }
         let key = &self.remote.key;
         if self.journal.is_leased(key).await.unwrap_or(true) {
             return;
         }
-        if let Ok(Some(run)) = self.journal.find(key).await
-            && !run.done
-            && self.journal.take_over(key).await.unwrap_or(false)
-        {
+        let run = match self.journal.find(key).await {
+            Ok(Some(run)) => run,
+            Ok(None) => {
+                self.gone = true;
+                return;
+            }
+            Err(_) => return,
+        };
+        if run.done {
+            // Its terminal entry is there to read.
+            return;
+        }
+        if self.takeovers >= MAX_TAKEOVERS {
+            self.gone = true;
+            return;
+        }
+        if self.journal.take_over(key).await.unwrap_or(false) {
             self.takeovers += 1;
+            let identity = RunIdentity {
+                owner: run.owner,
+                thread: None,
+            };
+            let log = RunLog::standalone(key.clone(), identity);
+            if let Some(previous) = self.following.replace(log.clone()) {
+                previous.detach();
+            }
             tokio::spawn(relay::take_over(
                 self.state.clone(),
                 self.journal.clone(),
                 run,
+                log,
             ));
         }
     }
@@ -129,10 +168,18 @@ pub async fn follow(
     remote: RemoteRun,
     after: u64,
 ) -> Result<impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static, ResumeError> {
+    let permit = state.stream_permit().map_err(|_| ResumeError::Unknown)?;
     let mut connection = journal
         .tail_connection()
         .await
         .map_err(|_| ResumeError::Unknown)?;
+    let written = RedisJournal::last_frame(&mut connection, &remote.key)
+        .await
+        .map_err(|_| ResumeError::Unknown)?;
+    if after > written {
+        // An id this run never wrote.
+        return Err(ResumeError::Unknown);
+    }
     let entries = RedisJournal::read_after(&mut connection, &remote.key, after, None)
         .await
         .map_err(|_| ResumeError::Unknown)?;
@@ -152,7 +199,10 @@ pub async fn follow(
         ready,
         ended,
         takeovers: 0,
+        gone: false,
+        following: None,
         last_sent: Instant::now(),
+        _permit: permit,
     };
     Ok(futures::stream::unfold(
         follower,

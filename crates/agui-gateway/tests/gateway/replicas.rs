@@ -53,6 +53,10 @@ async fn a_run_continues_on_another_replica_and_survives_its_replica_s_death() {
     assert_eq!(rest.status(), 200);
     let whole = format!("{cut}{}", rest.text().await.unwrap());
     assert_one_run(&whole, 20);
+    // An id that run never wrote: 410 from the other replica too.
+    let key = last_id(&whole).split_once('.').unwrap().0.to_owned();
+    let never = post_agui(&b, &first, Some(&format!("{key}.9999"))).await;
+    assert_eq!(never.status(), 410);
     // `connect` on B finds the thread A ran.
     let replay = client()
         .post(format!("{}/agui/connect", b.url()))
@@ -128,4 +132,90 @@ async fn a_run_continues_on_another_replica_and_survives_its_replica_s_death() {
         "{metrics}"
     );
     drop(redis);
+}
+
+/// The shared journal's writes, against a real redis-server: only the
+/// lease holder appends, and only the entry that comes next; a replica
+/// that lost its lease cannot write between another's entries.
+#[tokio::test]
+async fn only_the_lease_holder_appends_and_only_in_order() {
+    use agui_gateway::journal::redis::{Appended, RedisJournal, RunSpec};
+    use agui_gateway::journal::{Caller, JournalLimits, Owner, RunIdentity};
+    let redis = redis_server();
+    let url = url::Url::parse(&format!("redis://127.0.0.1:{}/", redis.port)).unwrap();
+    let limits = JournalLimits::default();
+    let a = RedisJournal::connect(&url, "gw-a".to_owned(), &limits)
+        .await
+        .unwrap();
+    let b = RedisJournal::connect(&url, "gw-b".to_owned(), &limits)
+        .await
+        .unwrap();
+    let caller = Caller::of("", &Default::default());
+    let identity = RunIdentity {
+        owner: Owner::of("agent", &caller, "POST", "/agui", b"{}"),
+        thread: None,
+    };
+    let spec = RunSpec {
+        agent: "agent".to_owned(),
+        thread_id: None,
+        run_id: None,
+        interrupts: false,
+        v1: false,
+        client_tools: Vec::new(),
+        state: None,
+        format: "agui".to_owned(),
+        id_tag: "t".to_owned(),
+        headers: Vec::new(),
+    };
+    let key = "00000000000000aa";
+    a.open(key, &identity, &spec).await.unwrap();
+    assert_eq!(
+        a.append(key, 1, 2, b"12", b"", false).await.unwrap(),
+        Appended::Written
+    );
+    // Out of order: a gap, or frames already written.
+    assert_eq!(
+        a.append(key, 4, 4, b"4", b"", false).await.unwrap(),
+        Appended::OutOfOrder
+    );
+    assert_eq!(
+        a.append(key, 2, 3, b"23", b"", false).await.unwrap(),
+        Appended::OutOfOrder
+    );
+    // B cannot write, nor take a held lease.
+    assert_eq!(
+        b.append(key, 3, 3, b"3", b"", false).await.unwrap(),
+        Appended::NotHolder
+    );
+    assert!(!b.take_over(key).await.unwrap());
+    // A's lease goes (A died, or handed over): B takes the run over, and
+    // A, come back, can no longer write.
+    a.release(key).await.unwrap();
+    assert!(b.take_over(key).await.unwrap());
+    assert_eq!(
+        b.append(key, 3, 3, b"3", b"", false).await.unwrap(),
+        Appended::Written
+    );
+    assert_eq!(
+        a.append(key, 4, 4, b"4", b"", false).await.unwrap(),
+        Appended::NotHolder
+    );
+    assert_eq!(
+        b.append(key, 4, 5, b"45", b"i", true).await.unwrap(),
+        Appended::Written
+    );
+    let run = b.find(key).await.unwrap().unwrap();
+    assert!(run.done);
+    assert!(
+        !b.is_leased(key).await.unwrap(),
+        "the terminal entry releases the lease"
+    );
+    let entries = b.all_entries(key).await.unwrap();
+    let numbers: Vec<(u64, u64)> = entries.iter().map(|e| (e.first, e.last)).collect();
+    assert_eq!(numbers, [(1, 2), (3, 3), (4, 5)]);
+    assert_eq!(entries[2].input, b"i");
+    // A run marked unshared is not found by other replicas.
+    a.open("00000000000000bb", &identity, &spec).await.unwrap();
+    a.unshare("00000000000000bb").await.unwrap();
+    assert!(b.find("00000000000000bb").await.unwrap().is_none());
 }
