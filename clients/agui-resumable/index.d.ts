@@ -20,6 +20,12 @@ export interface ReconnectOptions {
 /** What the resumable class adds to the client's HttpAgentConfig. */
 export interface ResumableConfig {
   reconnect?: ReconnectOptions;
+  /**
+   * `abortRun()` also asks the gateway to stop the run (`POST <url>/stop`),
+   * which cancels its A2A task at once. Default true. (A dropped connection
+   * alone is not a stop: the gateway keeps the run going for a reconnect.)
+   */
+  stopOnAbort?: boolean;
 }
 
 /** `reconnect` defaults: `{ maxAttempts: 5, initialDelayMs: 200, maxDelayMs: 3000 }`. */
@@ -72,6 +78,14 @@ export interface ResumableMembers {
   readonly reconnectOptions: Required<ReconnectOptions>;
   /** `<url>/connect`, where connect requests go. */
   connectUrl(): string;
+  /** `<url>/stop`, where stop requests go. */
+  stopUrl(): string;
+  /**
+   * Asks the gateway to stop a run (the latest by default): its A2A task is
+   * cancelled. Resolves with the HTTP status: 202 stopping, 204 no such run
+   * (or it has ended), 409 the agent has not named the task yet.
+   */
+  stopRun(run?: { threadId: string; runId?: string; headers?: unknown }): Promise<number>;
   /**
    * Follows the thread's latest run (or `parameters.runId`) from its first
    * event; resolves with no events when the gateway keeps no run (204).

@@ -32,6 +32,8 @@ export const DEFAULT_RECONNECT = Object.freeze({
 const OPTIONS = Symbol("agui-resumable.options");
 const STATUS = Symbol("agui-resumable.status");
 const CONNECT_RUN_ID = Symbol("agui-resumable.connectRunId");
+const STOP_ON_ABORT = Symbol("agui-resumable.stopOnAbort");
+const LAST_RUN = Symbol("agui-resumable.lastRun");
 
 /**
  * An HTTP answer the agent could not use: a non-2xx status on the first
@@ -114,6 +116,46 @@ export function resumable(HttpAgentClass, clientModule) {
       this[OPTIONS] = normalizeReconnect(config?.reconnect);
       this[STATUS] = { lastEventId: null, reconnects: 0 };
       this[CONNECT_RUN_ID] = undefined;
+      this[STOP_ON_ABORT] = config?.stopOnAbort !== false;
+      this[LAST_RUN] = undefined;
+    }
+
+    /**
+     * As HttpAgent's `abortRun` (the fetch is aborted), plus, unless the
+     * agent was built with `stopOnAbort: false`, a request to the gateway
+     * to stop the run: it cancels the run's A2A task at once. (A dropped
+     * connection alone is not a stop: the gateway keeps the run going for a
+     * reconnect.)
+     */
+    abortRun() {
+      const run = this[LAST_RUN];
+      super.abortRun();
+      if (this[STOP_ON_ABORT] && run !== undefined) {
+        this[LAST_RUN] = undefined;
+        this.stopRun(run).catch(() => {});
+      }
+    }
+
+    /**
+     * Asks the gateway to stop a run (`POST <url>/stop`): its A2A task is
+     * cancelled. Resolves with the HTTP status: 202 stopping, 204 no such
+     * run (or it has ended), 409 the agent has not named the task yet.
+     * @param {{threadId: string, runId?: string, headers?: any}} [run] the latest run by default
+     * @returns {Promise<number>}
+     */
+    async stopRun(run = this[LAST_RUN]) {
+      if (run === undefined) return 204;
+      const headers = withHeader(run.headers, "Content-Type", "application/json");
+      delete headers["Last-Event-ID"];
+      const body = JSON.stringify(run.runId === undefined ? { threadId: run.threadId } : { threadId: run.threadId, runId: run.runId });
+      const response = await globalThis.fetch(this.stopUrl(), { method: "POST", headers, body });
+      await response.body?.cancel();
+      return response.status;
+    }
+
+    /** The URL stop requests go to: `<url>/stop`. */
+    stopUrl() {
+      return `${String(this.url).replace(/\/+$/, "")}/stop`;
     }
 
     /**
@@ -179,6 +221,8 @@ export function resumable(HttpAgentClass, clientModule) {
       copy[OPTIONS] = { ...this[OPTIONS] };
       copy[STATUS] = { lastEventId: null, reconnects: 0 };
       copy[CONNECT_RUN_ID] = undefined;
+      copy[STOP_ON_ABORT] = this[STOP_ON_ABORT];
+      copy[LAST_RUN] = undefined;
       return copy;
     }
   }
@@ -212,6 +256,9 @@ export function resumable(HttpAgentClass, clientModule) {
     // The body is serialized once, by requestInit; reconnects send the same
     // string, which the gateway requires byte for byte.
     const resumableBody = typeof init.body === "string";
+    if (typeof sent?.threadId === "string") {
+      agent[LAST_RUN] = { threadId: sent.threadId, runId: typeof sent.runId === "string" ? sent.runId : undefined, headers: init.headers };
+    }
     return {
       kind: "run",
       first: { url, init },

@@ -19,12 +19,15 @@
 //   2. runAgent, user message `count 12 40`, fresh threadId, through the
 //      proxy (`http://127.0.0.1:<proxy>/agui`), every event collected;
 //   3. connectAgent on a fresh agent, same threadId, straight to the gateway;
-//   4. connectAgent on a thread the gateway never saw (the 204 path).
+//   4. connectAgent on a thread the gateway never saw (the 204 path);
+//   5. runAgent of a long run, abortRun() after three text deltas: the
+//      agent's task is cancelled at once (`stopCancelled`).
 //
 // It asserts nothing. stdout: one JSON line per version
 //   {client, cutConnections, proxyConnections, reconnects, lastEventId,
 //    types, text, connectTypes, connectText, sameAsConnect, emptyConnectOk,
-//    emptyConnectEvents, received, cutTail, unhandledRejections, error}
+//    emptyConnectEvents, stopCancelled, received, cutTail, unhandledRejections,
+//    error}
 // where `received` counts the agent's /received entries for that thread and
 // `cutTail` shows the bytes the client got of the frame that was cut.
 // Exit 0 when the lines are printed, 1 when the script itself fails, 2 on
@@ -237,6 +240,13 @@ async function received(threadId, deadline) {
   return list.filter((entry) => entry?.contextId === threadId).length;
 }
 
+/** The cancels the agent has received so far. */
+async function cancels(deadline) {
+  const response = await beforeDeadline(fetch(`${opts.agent}/received`), deadline, "GET /received");
+  const list = await beforeDeadline(response.json(), deadline, "GET /received body");
+  return Array.isArray(list) ? list.filter((entry) => typeof entry?.cancel === "string").length : 0;
+}
+
 async function runClient({ label, dir }) {
   unhandled = [];
   const deadline = Date.now() + opts.timeoutMs;
@@ -259,6 +269,7 @@ async function runClient({ label, dir }) {
     sameAsConnect: false,
     emptyConnectOk: false,
     emptyConnectEvents: null,
+    stopCancelled: false,
     received: null,
     cutTail: null,
     unhandledRejections: 0,
@@ -335,6 +346,33 @@ async function runClient({ label, dir }) {
     errors.push(`empty connect: ${describe(error)}`);
   }
   line.emptyConnectEvents = emptyEvents.length;
+
+  // 5. abortRun() also stops the run in the gateway: the agent's task is
+  // cancelled at once (a dropped connection alone would leave it running).
+  try {
+    const before = await cancels(deadline);
+    const agent = new Agent({
+      url: `${opts.gateway}/agui`,
+      threadId: `resume-stop-${randomUUID()}`,
+      initialMessages: [{ id: randomUUID(), role: "user", content: "count 100 100" }],
+    });
+    let contents = 0;
+    const running = agent
+      .runAgent({}, {
+        onEvent: ({ event }) => {
+          if (event.type === "TEXT_MESSAGE_CONTENT" && ++contents === 3) agent.abortRun();
+        },
+      })
+      .catch(() => {});
+    await beforeDeadline(running, deadline, "runAgent (stopped)", () => agent.abortRun());
+    const until = Math.min(deadline, Date.now() + 5000);
+    while (Date.now() < until && !line.stopCancelled) {
+      line.stopCancelled = (await cancels(deadline)) > before;
+      if (!line.stopCancelled) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  } catch (error) {
+    errors.push(`stop: ${describe(error)}`);
+  }
 
   try {
     line.received = await received(threadId, deadline);

@@ -112,6 +112,9 @@ error_codes! {
     /// A reconnect's `Last-Event-ID` names a run that another request (or
     /// another caller) started: a reconnect repeats its request exactly.
     RunMismatch = "RUN_MISMATCH", Client;
+    /// A stop for a run whose agent has not named its task yet: there is
+    /// nothing to cancel until it does (retry in a moment).
+    RunNotStoppable = "RUN_NOT_STOPPABLE", Upstream;
     /// A `RunAgentInput` with nothing the agent has not had: no message
     /// after the agent's last one that was not sent already, and no `resume`.
     NoNewInput = "NO_NEW_INPUT", Client;

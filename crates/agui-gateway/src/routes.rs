@@ -40,6 +40,8 @@ pub fn router(state: SharedState) -> Router {
         .route("/v1/agents/{name}/agui", post(agui_run))
         .route("/agui/connect", post(connect))
         .route("/v1/agents/{name}/agui/connect", post(connect))
+        .route("/agui/stop", post(stop))
+        .route("/v1/agents/{name}/agui/stop", post(stop))
         .route("/v1/agents/{name}", any(proxy_named))
         .route("/v1/agents/{name}/", any(proxy_named))
         .route("/v1/agents/{name}/{*rest}", any(proxy_named))
@@ -183,6 +185,16 @@ async fn connect(State(state): State<SharedState>, request: Request) -> Result<R
     let body = read_body(&state, body).await?;
     let caller = Caller::of(&edge::scope(&parts.extensions), &parts.headers);
     resume::connect(&state, &agent, &caller, &parts.headers, &body).await
+}
+
+async fn stop(State(state): State<SharedState>, request: Request) -> Result<Response, ApiError> {
+    let agent = agui_agent(&state, &request, "agui/stop")?;
+    let (parts, body) = request.into_parts();
+    edge::allowed(&state, &parts.extensions, &agent)?;
+    let body = read_body(&state, body).await?;
+    let caller = Caller::of(&edge::scope(&parts.extensions), &parts.headers);
+    let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get());
+    resume::stop(&state, &agent, &caller, &forwarded, &body).await
 }
 
 /// The request body, up to `max_request_bytes` and within

@@ -46,6 +46,8 @@ pub struct RunLog {
     state: Mutex<LogState>,
     /// The number of the last frame appended; a change wakes followers.
     last: watch::Sender<u64>,
+    /// The run's A2A task, once the agent named it (what a stop cancels).
+    task: Mutex<Option<String>>,
 }
 
 struct LogState {
@@ -270,7 +272,19 @@ impl RunLog {
                 counted: true,
             }),
             last: watch::channel(0).0,
+            task: Mutex::new(None),
         })
+    }
+
+    /// The agent named the run's task.
+    pub fn note_task(&self, task: &str) {
+        if let Ok(mut slot) = self.task.lock() {
+            slot.get_or_insert_with(|| task.to_owned());
+        }
+    }
+
+    pub fn task(&self) -> Option<String> {
+        self.task.lock().ok().and_then(|slot| slot.clone())
     }
 
     /// A log in no journal, keeping no frames: the listeners of a run

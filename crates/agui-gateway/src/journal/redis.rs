@@ -73,6 +73,8 @@ pub struct RemoteRun {
     pub owner: Owner,
     pub spec: RunSpec,
     pub done: bool,
+    /// The run's A2A task, once its holder learned it.
+    pub task: Option<String>,
 }
 
 /// One chunk: frames `first..=last`, the input that produced them.
@@ -94,6 +96,20 @@ pub struct RedisJournal {
     append: Script,
     renew: Script,
     release: Script,
+}
+
+/// One chunk to append: frames `first..=last`.
+#[derive(Debug, Clone, Copy)]
+pub struct Chunk<'a> {
+    pub first: u64,
+    pub last: u64,
+    pub out: &'a [u8],
+    /// The converter input that produced them (`InputOp`s).
+    pub input: &'a [u8],
+    /// The run's terminal event is among them.
+    pub terminal: bool,
+    /// The run's A2A task, when just learned.
+    pub task: Option<&'a str>,
 }
 
 /// What an append came to.
@@ -164,6 +180,7 @@ impl RedisJournal {
                  elseif last == 0 then \
                    redis.call('pexpire', KEYS[2], ARGV[8]) \
                  end \
+                 if ARGV[9] ~= '' then redis.call('hset', KEYS[3], 'task', ARGV[9]) end \
                  return 1",
             ),
             // Renew or release only a lease still ours (Redis 7.0 has no
@@ -240,15 +257,15 @@ impl RedisJournal {
     /// client has them, by the lease holder only and in order; on the
     /// terminal chunk the run is marked done, its keys get the finished
     /// run's TTL and the lease goes.
-    pub async fn append(
-        &self,
-        key: &str,
-        first: u64,
-        last: u64,
-        out: &[u8],
-        input: &[u8],
-        terminal: bool,
-    ) -> Result<Appended, SharedError> {
+    pub async fn append(&self, key: &str, chunk: Chunk<'_>) -> Result<Appended, SharedError> {
+        let Chunk {
+            first,
+            last,
+            out,
+            input,
+            terminal,
+            task,
+        } = chunk;
         let outcome: i64 = self
             .append
             .key(lease_key(key))
@@ -262,6 +279,7 @@ impl RedisJournal {
             .arg(u8::from(terminal))
             .arg(millis(self.ttl))
             .arg(millis(LIVE_TTL))
+            .arg(task.unwrap_or(""))
             .invoke_async(&mut self.conn())
             .await?;
         Ok(match outcome {
@@ -371,6 +389,7 @@ impl RedisJournal {
             owner,
             spec,
             done: fields.contains_key("done"),
+            task: text("task").ok().map(str::to_owned),
         }))
     }
 

@@ -181,6 +181,8 @@ struct RelayState {
     unpublished: Vec<Bytes>,
     /// The number of the last frame journaled.
     published: u64,
+    /// The run's task was passed to the journal.
+    task_noted: bool,
     finished: bool,
     _active: crate::metrics::ActiveStream,
 }
@@ -217,6 +219,7 @@ impl RelayState {
             handed_over: false,
             unpublished: Vec::new(),
             published: 0,
+            task_noted: false,
             finished: false,
         }
     }
@@ -272,6 +275,18 @@ impl RelayState {
 
     /// Converts what the last step produced and notes a terminal event.
     fn took(&mut self, out: Vec<u8>) -> Bytes {
+        if !self.task_noted
+            && let Some(task) = self.stream.converter().task_id()
+        {
+            // What a stop (`/agui/stop`) cancels, on any replica.
+            self.task_noted = true;
+            if let Some(log) = &self.run.log {
+                log.note_task(task);
+            }
+            if let Some(shared) = &mut self.shared {
+                shared.note_task(task);
+            }
+        }
         if self.run.conversion.on_delivered.is_some() {
             let converter = self.stream.converter();
             if (converter.task_id().is_some() || converter.context_id().is_some())

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::journal::redis::{Appended, RENEW_EVERY, RedisJournal, RunSpec};
+use crate::journal::redis::{Appended, Chunk, RENEW_EVERY, RedisJournal, RunSpec};
 use crate::journal::{InputOp, RunIdentity, ThreadRef};
 
 pub(super) struct SharedRun {
@@ -25,6 +25,8 @@ pub(super) struct SharedRun {
     limit: usize,
     /// Writing stopped: Redis failed, the lease was lost, or the limit.
     stopped: bool,
+    /// The run's task, learned since the last write: the next one records it.
+    task: Option<String>,
     lease_lost: Arc<AtomicBool>,
     /// Stops the renewal when the run is dropped.
     _renewal: DropGuard,
@@ -73,9 +75,15 @@ impl SharedRun {
             written: 0,
             limit,
             stopped: false,
+            task: None,
             lease_lost,
             _renewal: stop.drop_guard(),
         }
+    }
+
+    /// The agent named the run's task: recorded with the next write.
+    pub(super) fn note_task(&mut self, task: &str) {
+        self.task = Some(task.to_owned());
     }
 
     pub(super) fn record(&mut self, op: InputOp, bytes: &[u8]) {
@@ -106,12 +114,23 @@ impl SharedRun {
         }
         let appended = self
             .journal
-            .append(&self.key, self.next, last, out, &self.input, terminal)
+            .append(
+                &self.key,
+                Chunk {
+                    first: self.next,
+                    last,
+                    out,
+                    input: &self.input,
+                    terminal,
+                    task: self.task.as_deref(),
+                },
+            )
             .await;
         match appended {
             Ok(Appended::Written) => {
                 self.written += out.len() + self.input.len();
                 self.input.clear();
+                self.task = None;
                 self.next = last + 1;
             }
             Ok(Appended::NotHolder) => {

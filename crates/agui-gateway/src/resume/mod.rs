@@ -18,6 +18,7 @@ use std::sync::Arc;
 use crate::error::ApiError;
 use crate::journal::redis::{RedisJournal, RemoteRun};
 use crate::journal::{self, Caller, EventId, Owner, ResumeError, RunLog, ThreadRef};
+use crate::outbound::Forwarded;
 use crate::relay;
 use crate::state::{AppState, SharedState};
 use crate::upstream::Agent;
@@ -124,6 +125,42 @@ pub async fn connect(
         }
     };
     follow(state, found, after).await
+}
+
+/// `POST …/agui/stop` with the connect body: the thread's run (the one
+/// named, else the latest) is stopped at once: its A2A task is cancelled,
+/// with this request's headers as the policy forwards them (202), and the
+/// run ends as the agent reports. 204 when there is no such run or it has
+/// ended; 409 `RUN_NOT_STOPPABLE` while the agent has not named its task.
+/// (A dropped connection is not a stop: the run goes on for a reconnect.)
+pub async fn stop(
+    state: &SharedState,
+    agent: &Agent,
+    caller: &Caller,
+    forwarded: &Forwarded,
+    body: &Bytes,
+) -> Result<Response, ApiError> {
+    state.metrics.count_request("stop");
+    let (thread_id, run_id) = read_connect(body)?;
+    let thread = ThreadRef::new(agent.name(), caller, &thread_id);
+    let (task, ended) = match thread_run(state, &thread, run_id.as_deref()).await {
+        None => return Ok(StatusCode::NO_CONTENT.into_response()),
+        Some(Found::Here(log)) => (log.task(), log.is_finished()),
+        Some(Found::Elsewhere(_, run)) => (run.task, run.done),
+    };
+    if ended {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    let Some(task) = task else {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            ErrorCode::RunNotStoppable,
+            "the agent has not named the run's task yet: try again in a moment",
+        ));
+    };
+    relay::send_cancel(agent, forwarded, &task).await;
+    let body = axum::Json(serde_json::json!({ "stopping": true, "taskId": task }));
+    Ok((StatusCode::ACCEPTED, body).into_response())
 }
 
 /// A thread's run (the one named, else the latest): in this replica's

@@ -139,7 +139,24 @@ async fn a_run_continues_on_another_replica_and_survives_its_replica_s_death() {
 /// that lost its lease cannot write between another's entries.
 #[tokio::test]
 async fn only_the_lease_holder_appends_and_only_in_order() {
-    use agui_gateway::journal::redis::{Appended, RedisJournal, RunSpec};
+    use agui_gateway::journal::redis::{Appended, Chunk, RedisJournal, RunSpec};
+    fn chunk<'a>(
+        first: u64,
+        last: u64,
+        out: &'a [u8],
+        input: &'a [u8],
+        terminal: bool,
+        task: Option<&'a str>,
+    ) -> Chunk<'a> {
+        Chunk {
+            first,
+            last,
+            out,
+            input,
+            terminal,
+            task,
+        }
+    }
     use agui_gateway::journal::{Caller, JournalLimits, Owner, RunIdentity};
     let redis = redis_server();
     let url = url::Url::parse(&format!("redis://127.0.0.1:{}/", redis.port)).unwrap();
@@ -170,21 +187,29 @@ async fn only_the_lease_holder_appends_and_only_in_order() {
     let key = "00000000000000aa";
     a.open(key, &identity, &spec).await.unwrap();
     assert_eq!(
-        a.append(key, 1, 2, b"12", b"", false).await.unwrap(),
+        a.append(key, chunk(1, 2, b"12", b"", false, None))
+            .await
+            .unwrap(),
         Appended::Written
     );
     // Out of order: a gap, or frames already written.
     assert_eq!(
-        a.append(key, 4, 4, b"4", b"", false).await.unwrap(),
+        a.append(key, chunk(4, 4, b"4", b"", false, None))
+            .await
+            .unwrap(),
         Appended::OutOfOrder
     );
     assert_eq!(
-        a.append(key, 2, 3, b"23", b"", false).await.unwrap(),
+        a.append(key, chunk(2, 3, b"23", b"", false, None))
+            .await
+            .unwrap(),
         Appended::OutOfOrder
     );
     // B cannot write, nor take a held lease.
     assert_eq!(
-        b.append(key, 3, 3, b"3", b"", false).await.unwrap(),
+        b.append(key, chunk(3, 3, b"3", b"", false, None))
+            .await
+            .unwrap(),
         Appended::NotHolder
     );
     assert!(!b.take_over(key).await.unwrap());
@@ -193,19 +218,26 @@ async fn only_the_lease_holder_appends_and_only_in_order() {
     a.release(key).await.unwrap();
     assert!(b.take_over(key).await.unwrap());
     assert_eq!(
-        b.append(key, 3, 3, b"3", b"", false).await.unwrap(),
+        b.append(key, chunk(3, 3, b"3", b"", false, Some("task-1")))
+            .await
+            .unwrap(),
         Appended::Written
     );
     assert_eq!(
-        a.append(key, 4, 4, b"4", b"", false).await.unwrap(),
+        a.append(key, chunk(4, 4, b"4", b"", false, None))
+            .await
+            .unwrap(),
         Appended::NotHolder
     );
     assert_eq!(
-        b.append(key, 4, 5, b"45", b"i", true).await.unwrap(),
+        b.append(key, chunk(4, 5, b"45", b"i", true, None))
+            .await
+            .unwrap(),
         Appended::Written
     );
     let run = b.find(key).await.unwrap().unwrap();
     assert!(run.done);
+    assert_eq!(run.task.as_deref(), Some("task-1"));
     assert!(
         !b.is_leased(key).await.unwrap(),
         "the terminal entry releases the lease"

@@ -302,7 +302,8 @@ async fn a_dropped_upstream_is_re_attached_and_the_client_sees_one_run() {
 
 /// `clients/agui-resumable` with each real client version: a socket reset
 /// in the middle of a frame, a reconnect with `Last-Event-ID`, and the run
-/// put together is the one `connect` replays; the agent ran once.
+/// put together is the one `connect` replays; the agent ran once; and
+/// `abortRun()` stops a run (its task cancelled at once).
 #[tokio::test]
 async fn the_resumable_client_package_recovers_a_cut_run_with_every_client() {
     let agent = agent("input");
@@ -338,6 +339,10 @@ async fn the_resumable_client_package_recovers_a_cut_run_with_every_client() {
         assert!(line["reconnects"].as_u64().unwrap() >= 1, "{line}");
         assert!(line["cutConnections"].as_u64().unwrap() >= 1, "{line}");
         assert_eq!(line["emptyConnectOk"], true, "{line}");
+        assert_eq!(
+            line["stopCancelled"], true,
+            "abortRun() stops the run: {line}"
+        );
         assert_eq!(line["received"], 1, "the agent ran once: {line}");
         assert_eq!(line["unhandledRejections"], 0, "{line}");
         let types = line["types"].as_array().unwrap();
@@ -456,4 +461,49 @@ async fn the_journal_stays_within_its_bounds_over_a_thousand_runs() {
         settled[0] <= baseline + 8 * 1024 && settled[1] <= settled[0] + 1024,
         "RSS {settled:?} KiB, baseline {baseline} KiB"
     );
+}
+
+/// An explicit stop (`/agui/stop`) cancels the run's task at once, whether
+/// its client is still attached or gone; the run ends as the agent says.
+#[tokio::test]
+async fn an_explicit_stop_cancels_the_task_at_once() {
+    let agent = agent("input");
+    let gw = gateway_for(&agent.url(), &[]);
+    let url = format!("{}/agui", gw.url());
+    let stop_url = format!("{}/agui/stop", gw.url());
+    let input = run_input("stop-1", "count 100 100");
+    let response = post(&url, &input, None).await;
+    let mut body = response.bytes_stream();
+    let mut seen = String::new();
+    while seen.matches("TEXT_MESSAGE_CONTENT").count() < 3 {
+        seen.push_str(std::str::from_utf8(&body.next().await.unwrap().unwrap()).unwrap());
+    }
+    let stopped = post(&stop_url, &json!({ "threadId": "stop-1" }), None).await;
+    assert_eq!(stopped.status(), 202);
+    let stopped: Value = stopped.json().await.unwrap();
+    assert_eq!(stopped["stopping"], true);
+    let started = Instant::now();
+    while let Some(chunk) = body.next().await {
+        seen.push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the run went on"
+    );
+    let events = agui_events(&seen);
+    assert_eq!(
+        assert_valid_run(&events)["result"]["state"],
+        "canceled",
+        "{seen}"
+    );
+    let received = received_by(&agent).await;
+    assert!(
+        received.iter().any(|m| m["cancel"] == stopped["taskId"]),
+        "{received:?}"
+    );
+    // Nothing more to stop; a thread with no run; another caller's thread.
+    let again = post(&stop_url, &json!({ "threadId": "stop-1" }), None).await;
+    assert_eq!(again.status(), 204);
+    let none = post(&stop_url, &json!({ "threadId": "no-such" }), None).await;
+    assert_eq!(none.status(), 204);
 }
