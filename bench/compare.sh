@@ -58,18 +58,56 @@ NODE=$(wait_line "$WORK/node.log" 'READY [0-9]+' | cut -d' ' -f2)
 
 RESULTS="$WORK/runs.jsonl"
 : > "$RESULTS"
-# load SETUP STREAMS MESSAGE [TIMEOUT]: one loadgen run against a setup.
+# load SETUP STREAMS MESSAGE [TIMEOUT]: one loadgen run against a setup. The
+# proxy's processes are watched by `perf stat` during the run (task-clock and
+# system calls: these VMs have no hardware counters), and the per-event
+# figures are added to loadgen's JSON line.
 load() {
     local setup=$1 streams=$2 message=$3 timeout=${4:-120}
     local args=(--streams "$streams" --message "$message" --timeout-secs "$timeout" --setup "$setup")
+    local watched=()
     case "$setup" in
         direct*) args+=(--url "http://127.0.0.1:$FAKE/" --mode a2a) ;;
-        gateway*) args+=(--url "http://127.0.0.1:$GW/agui" --mode agui --pid "$GW_PID") ;;
-        nginx*) args+=(--url "http://127.0.0.1:$NGINX/" --mode a2a --pid "$NGINX_PID" --pid "$NGINX_WORKER") ;;
-        node*) args+=(--url "http://127.0.0.1:$NODE/agui" --mode agui --pid "$NODE_PID") ;;
+        gateway*) args+=(--url "http://127.0.0.1:$GW/agui" --mode agui --pid "$GW_PID"); watched=("$GW_PID") ;;
+        nginx*) args+=(--url "http://127.0.0.1:$NGINX/" --mode a2a --pid "$NGINX_PID" --pid "$NGINX_WORKER"); watched=("$NGINX_PID" "$NGINX_WORKER") ;;
+        node*) args+=(--url "http://127.0.0.1:$NODE/agui" --mode agui --pid "$NODE_PID"); watched=("$NODE_PID") ;;
     esac
     echo "== $setup x $streams ($message)" >&2
-    "$BIN/loadgen" "${args[@]}" | tee -a "$RESULTS" >&2
+    local perf_csv="$WORK/perf.csv" perf_pid=""
+    rm -f "$perf_csv"
+    if [ ${#watched[@]} -gt 0 ] && command -v perf >/dev/null 2>&1; then
+        perf stat -e task-clock,raw_syscalls:sys_enter -x, -o "$perf_csv" \
+            -p "$(IFS=,; echo "${watched[*]}")" > /dev/null 2>&1 & perf_pid=$!
+        sleep 0.3
+    fi
+    local out
+    out=$("$BIN/loadgen" "${args[@]}")
+    if [ -n "$perf_pid" ]; then
+        kill -INT "$perf_pid" 2>/dev/null || true
+        wait "$perf_pid" 2>/dev/null || true
+    fi
+    python3 - "$out" "$perf_csv" <<'PY' | tee -a "$RESULTS" >&2
+import csv, json, os, sys
+run = json.loads(sys.argv[1])
+path = sys.argv[2]
+if os.path.exists(path):
+    figures = {}
+    for row in csv.reader(line for line in open(path) if line.strip() and not line.startswith("#")):
+        try:
+            figures[row[2]] = float(row[0])
+        except (IndexError, ValueError):
+            pass
+    events = run.get("events") or 0
+    clock_ms = figures.get("task-clock")
+    syscalls = figures.get("raw_syscalls:sys_enter")
+    run["perf_cpu_ms"] = clock_ms
+    run["perf_syscalls"] = syscalls
+    if events and clock_ms is not None:
+        run["cpu_us_per_event"] = round(clock_ms * 1000 / events, 2)
+    if events and syscalls is not None:
+        run["syscalls_per_event"] = round(syscalls / events, 2)
+print(json.dumps(run))
+PY
     sleep 1
 }
 

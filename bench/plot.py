@@ -7,7 +7,8 @@ Reads one results file: {"machine": str, "date": str, "runs": [run, ...]}, where
     {"setup": "direct|gateway|nginx|node", "concurrency": int, "streams_ok": int, "errors": int,
      "events": int, "duration_s": float, "events_per_s": float,
      "ttfe_ms": {"p50", "p90", "p99"}, "added_latency_ms": {"p50", "p90", "p99", "max"},
-     "proxy_rss_kib": int|null, "proxy_rss_per_stream_kib": float|null, "proxy_cpu_s": float|null}
+     "proxy_rss_kib": int|null, "proxy_rss_per_stream_kib": float|null, "proxy_cpu_s": float|null,
+     "cpu_us_per_event": float (perf task-clock), "syscalls_per_event": float (perf raw_syscalls)}
 (a bare list of runs is accepted too). Writes a PNG of the added latency (p50/p90/p99, log y axis)
 against concurrency, one panel per percentile and one line style per setup, and prints the
 Markdown tables to stdout. Needs matplotlib (bash bench/setup.sh makes .cache/venv-bench).
@@ -117,8 +118,10 @@ def markdown(doc):
         rss = num(r.get("proxy_rss_kib"))
         rows.append([r["setup"], f"{r['concurrency']:,}",
                      "–" if rss is None else f"{rss / 1024:.1f}",
-                     fmt(r.get("proxy_rss_per_stream_kib"), 1), fmt(r.get("proxy_cpu_s"), 2)])
-    lines += [table(["setup", "streams", "RSS MiB", "RSS KiB / stream", "CPU s"], rows, "lrrrr")]
+                     fmt(r.get("proxy_rss_per_stream_kib"), 1), fmt(r.get("proxy_cpu_s"), 2),
+                     fmt(r.get("cpu_us_per_event"), 2), fmt(r.get("syscalls_per_event"), 2)])
+    lines += [table(["setup", "streams", "RSS MiB", "RSS KiB / stream", "CPU s",
+                     "CPU µs / event (perf)", "syscalls / event (perf)"], rows, "lrrrrrr")]
     return "\n".join(lines)
 
 
