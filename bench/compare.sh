@@ -16,31 +16,8 @@ bash bench/setup.sh
 cargo build --release --locked -p agui-bench -p agui-gateway
 ulimit -n 20000 2>/dev/null || true
 BIN="$ROOT/target/release"
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-# wait_line FILE PATTERN: the first match of PATTERN in FILE, waiting up to 20 s.
-wait_line() {
-    for _ in $(seq 200); do
-        if grep -qE "$2" "$1" 2>/dev/null; then grep -oE "$2" "$1" | head -1; return 0; fi
-        sleep 0.1
-    done
-    echo "timed out waiting for $2 in $1" >&2; cat "$1" >&2; return 1
-}
-wait_port() {
-    for _ in $(seq 200); do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    echo "port $1 never opened" >&2; return 1
-}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=lib.sh
+source "$ROOT/bench/lib.sh"
 
 "$BIN/fake-upstream" > "$WORK/fake.log" 2>&1 & PIDS+=($!)
 FAKE=$(wait_line "$WORK/fake.log" 'READY [0-9]+' | cut -d' ' -f2)

@@ -5,16 +5,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BIN=${BIN:-target/debug}
-WORK=$(mktemp -d)
-PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
-wait_line() {
-    for _ in $(seq 200); do
-        if grep -qE "$2" "$1" 2>/dev/null; then grep -oE "$2" "$1" | head -1; return 0; fi
-        sleep 0.1
-    done
-    echo "timed out waiting for $2" >&2; return 1
-}
+# shellcheck source=lib.sh
+source bench/lib.sh
 "$BIN/fake-upstream" > "$WORK/fake.log" 2>&1 & PIDS+=($!)
 FAKE=$(wait_line "$WORK/fake.log" 'READY [0-9]+' | cut -d' ' -f2)
 "$BIN/agui-gateway" --upstream "http://127.0.0.1:$FAKE/" --listen 127.0.0.1:0 > "$WORK/gw.log" 2>&1 & GW_PID=$!; PIDS+=($GW_PID)

@@ -155,6 +155,16 @@ enum Source {
     Done,
 }
 
+/// How the upstream stream stopped before the run's end.
+enum Broke {
+    /// It ended (a document body ends here too).
+    Ended,
+    /// Reading it failed.
+    ReadError,
+    /// Another replica held it and went away (a takeover).
+    Lost,
+}
+
 struct RelayState {
     /// Fires when the gateway stops; one future for the stream's whole life
     /// (a fresh one per event would lock the token's waiter list each time).
@@ -335,77 +345,71 @@ impl RelayState {
             if self.finished {
                 return None;
             }
-            if matches!(self.source, Source::Lost) {
-                match self.reattach().await {
-                    Healed::Resumed(out) if out.is_empty() => continue,
-                    Healed::Resumed(out) | Healed::Ended(out) => return Some(out),
-                    Healed::GaveUp(shown) => {
-                        let failed = self.fail(
-                            ErrorCode::UpstreamReadError,
-                            "the run's replica went away and the agent's task could not be re-attached".to_owned(),
-                        );
-                        return Some(heal::join(vec![shown, failed]));
-                    }
-                }
-            }
-            let source = match &mut self.source {
-                Source::Events(body) | Source::Document(body, _) => body,
-                Source::Done | Source::Lost => return None,
-            };
-            tokio::select! {
-                biased;
-                _ = self.stop.as_mut() => return self.stopping().await,
-                chunk = source.next() => {
-                    self.last_upstream = Instant::now();
-                    match chunk {
-                        Some(Ok(bytes)) => {
-                            if let Some(out) = self.feed(&bytes) {
-                                // Progress: a stream that breaks later may
-                                // be re-attached to as often again.
-                                self.reattached = 0;
-                                return Some(out);
+            let broke = match &mut self.source {
+                Source::Lost => Broke::Lost,
+                Source::Done => return None,
+                Source::Events(body) | Source::Document(body, _) => tokio::select! {
+                    biased;
+                    _ = self.stop.as_mut() => return self.stopping().await,
+                    chunk = body.next() => {
+                        self.last_upstream = Instant::now();
+                        match chunk {
+                            Some(Ok(bytes)) => {
+                                if let Some(out) = self.feed(&bytes) {
+                                    // Progress: a stream that breaks later
+                                    // may be re-attached to as often again.
+                                    self.reattached = 0;
+                                    return Some(out);
+                                }
+                                continue;
                             }
-                        }
-                        Some(Err(err)) => {
-                            tracing::warn!(agent = self.run.agent.name(), "reading the upstream response failed: {err:?}");
-                            let code = if err.is_timeout() { ErrorCode::UpstreamIdleTimeout } else { ErrorCode::UpstreamReadError };
-                            let shown = match code {
-                                ErrorCode::UpstreamReadError => match self.reattach().await {
-                                    Healed::Resumed(out) if out.is_empty() => continue,
-                                    Healed::Resumed(out) | Healed::Ended(out) => return Some(out),
-                                    Healed::GaveUp(shown) => shown,
-                                },
-                                _ => Bytes::new(),
-                            };
-                            let failed = self.fail(code, "reading the upstream agent's response failed".to_owned());
-                            return Some(heal::join(vec![shown, failed]));
-                        }
-                        None => {
-                            let shown = match self.reattach().await {
-                                Healed::Resumed(out) if out.is_empty() => continue,
-                                Healed::Resumed(out) | Healed::Ended(out) => return Some(out),
-                                Healed::GaveUp(shown) => shown,
-                            };
-                            let ended = self.end_of_body();
-                            return Some(heal::join(vec![shown, ended]));
+                            Some(Err(err)) => {
+                                tracing::warn!(agent = self.run.agent.name(), "reading the upstream response failed: {err:?}");
+                                if err.is_timeout() {
+                                    return Some(self.fail(ErrorCode::UpstreamIdleTimeout, "reading the upstream agent's response failed".to_owned()));
+                                }
+                                Broke::ReadError
+                            }
+                            None => Broke::Ended,
                         }
                     }
-                }
-                _ = self.timer.as_mut() => {
-                    let now = Instant::now();
-                    let (keepalive_at, idle_at) = self.deadlines();
-                    if now >= idle_at {
-                        let secs = self.idle_timeout.as_secs();
-                        return Some(self.fail(ErrorCode::UpstreamIdleTimeout, format!("the upstream sent nothing for {secs} s")));
-                    }
-                    if now >= keepalive_at {
-                        self.last_output = now;
+                    _ = self.timer.as_mut() => {
+                        let now = Instant::now();
+                        let (keepalive_at, idle_at) = self.deadlines();
+                        if now >= idle_at {
+                            let secs = self.idle_timeout.as_secs();
+                            return Some(self.fail(ErrorCode::UpstreamIdleTimeout, format!("the upstream sent nothing for {secs} s")));
+                        }
+                        if now >= keepalive_at {
+                            self.last_output = now;
+                            self.rearm();
+                            return Some(Bytes::from_static(b": ping\n\n"));
+                        }
                         self.rearm();
-                        return Some(Bytes::from_static(b": ping\n\n"));
+                        continue;
                     }
-                    self.rearm();
-                }
-            }
+                },
+            };
+            // The stream broke: re-attach to the task while it is on (a
+            // document body, or a task already over, gives up at once).
+            let shown = match self.reattach().await {
+                Healed::Resumed(out) if out.is_empty() => continue,
+                Healed::Resumed(out) | Healed::Ended(out) => return Some(out),
+                Healed::GaveUp(shown) => shown,
+            };
+            let end = match broke {
+                Broke::Ended => self.end_of_body(),
+                Broke::ReadError => self.fail(
+                    ErrorCode::UpstreamReadError,
+                    "reading the upstream agent's response failed".to_owned(),
+                ),
+                Broke::Lost => self.fail(
+                    ErrorCode::UpstreamReadError,
+                    "the run's replica went away and the agent's task could not be re-attached"
+                        .to_owned(),
+                ),
+            };
+            return Some(heal::join(vec![shown, end]));
         }
     }
 

@@ -109,9 +109,7 @@ pub async fn connect(
     body: &Bytes,
 ) -> Result<Response, ApiError> {
     state.metrics.count_request("connect");
-    let (thread_id, run_id) = read_connect(body)?;
-    let thread = ThreadRef::new(agent.name(), caller, &thread_id);
-    let Some(found) = thread_run(state, &thread, run_id.as_deref()).await else {
+    let Some(found) = named_run(state, agent, caller, body).await? else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
     let after = match EventId::from_headers(headers) {
@@ -141,9 +139,7 @@ pub async fn stop(
     body: &Bytes,
 ) -> Result<Response, ApiError> {
     state.metrics.count_request("stop");
-    let (thread_id, run_id) = read_connect(body)?;
-    let thread = ThreadRef::new(agent.name(), caller, &thread_id);
-    let (task, ended) = match thread_run(state, &thread, run_id.as_deref()).await {
+    let (task, ended) = match named_run(state, agent, caller, body).await? {
         None => return Ok(StatusCode::NO_CONTENT.into_response()),
         Some(Found::Here(log)) => (log.task(), log.is_finished()),
         Some(Found::Elsewhere(_, run)) => (run.task, run.done),
@@ -161,6 +157,19 @@ pub async fn stop(
     relay::send_cancel(agent, forwarded, &task).await;
     let body = axum::Json(serde_json::json!({ "stopping": true, "taskId": task }));
     Ok((StatusCode::ACCEPTED, body).into_response())
+}
+
+/// The run a connect or stop body (`{threadId, runId?}`) names, for this
+/// agent and caller.
+async fn named_run(
+    state: &AppState,
+    agent: &Agent,
+    caller: &Caller,
+    body: &[u8],
+) -> Result<Option<Found>, ApiError> {
+    let (thread_id, run_id) = read_connect(body)?;
+    let thread = ThreadRef::new(agent.name(), caller, &thread_id);
+    Ok(thread_run(state, &thread, run_id.as_deref()).await)
 }
 
 /// A thread's run (the one named, else the latest): in this replica's

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::resume::{frames, last_id, post, read_then_cut, run_input};
 use crate::support::{
-    Process, agent, agui_events, assert_valid_run, client, gateway_for, metrics_of, received_by,
+    Process, agent, agui_events, assert_valid_run, gateway_for, metrics_of, received_by,
     redis_server, text_of,
 };
 
@@ -58,12 +58,9 @@ async fn a_run_continues_on_another_replica_and_survives_its_replica_s_death() {
     let never = post_agui(&b, &first, Some(&format!("{key}.9999"))).await;
     assert_eq!(never.status(), 410);
     // `connect` on B finds the thread A ran.
-    let replay = client()
-        .post(format!("{}/agui/connect", b.url()))
-        .json(&json!({ "threadId": "replicas-1" }))
-        .send()
+    let connect = format!("{}/agui/connect", b.url());
+    let replay = post(&connect, &json!({ "threadId": "replicas-1" }), None)
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();
@@ -140,24 +137,27 @@ async fn a_run_continues_on_another_replica_and_survives_its_replica_s_death() {
 #[tokio::test]
 async fn only_the_lease_holder_appends_and_only_in_order() {
     use agui_gateway::journal::redis::{Appended, Chunk, RedisJournal, RunSpec};
-    fn chunk<'a>(
-        first: u64,
-        last: u64,
-        out: &'a [u8],
-        input: &'a [u8],
+    use agui_gateway::journal::{Caller, JournalLimits, Owner, RunIdentity};
+    /// Frames `first..=last` (their bytes do not matter here), with the
+    /// given input, terminal flag and task.
+    async fn put(
+        journal: &RedisJournal,
+        key: &str,
+        (first, last): (u64, u64),
+        input: &[u8],
         terminal: bool,
-        task: Option<&'a str>,
-    ) -> Chunk<'a> {
-        Chunk {
+        task: Option<&str>,
+    ) -> Appended {
+        let chunk = Chunk {
             first,
             last,
-            out,
+            out: b"frames",
             input,
             terminal,
             task,
-        }
+        };
+        journal.append(key, chunk).await.unwrap()
     }
-    use agui_gateway::journal::{Caller, JournalLimits, Owner, RunIdentity};
     let redis = redis_server();
     let url = url::Url::parse(&format!("redis://127.0.0.1:{}/", redis.port)).unwrap();
     let limits = JournalLimits::default();
@@ -187,29 +187,21 @@ async fn only_the_lease_holder_appends_and_only_in_order() {
     let key = "00000000000000aa";
     a.open(key, &identity, &spec).await.unwrap();
     assert_eq!(
-        a.append(key, chunk(1, 2, b"12", b"", false, None))
-            .await
-            .unwrap(),
+        put(&a, key, (1, 2), b"", false, None).await,
         Appended::Written
     );
     // Out of order: a gap, or frames already written.
     assert_eq!(
-        a.append(key, chunk(4, 4, b"4", b"", false, None))
-            .await
-            .unwrap(),
+        put(&a, key, (4, 4), b"", false, None).await,
         Appended::OutOfOrder
     );
     assert_eq!(
-        a.append(key, chunk(2, 3, b"23", b"", false, None))
-            .await
-            .unwrap(),
+        put(&a, key, (2, 3), b"", false, None).await,
         Appended::OutOfOrder
     );
     // B cannot write, nor take a held lease.
     assert_eq!(
-        b.append(key, chunk(3, 3, b"3", b"", false, None))
-            .await
-            .unwrap(),
+        put(&b, key, (3, 3), b"", false, None).await,
         Appended::NotHolder
     );
     assert!(!b.take_over(key).await.unwrap());
@@ -218,21 +210,15 @@ async fn only_the_lease_holder_appends_and_only_in_order() {
     a.release(key).await.unwrap();
     assert!(b.take_over(key).await.unwrap());
     assert_eq!(
-        b.append(key, chunk(3, 3, b"3", b"", false, Some("task-1")))
-            .await
-            .unwrap(),
+        put(&b, key, (3, 3), b"", false, Some("task-1")).await,
         Appended::Written
     );
     assert_eq!(
-        a.append(key, chunk(4, 4, b"4", b"", false, None))
-            .await
-            .unwrap(),
+        put(&a, key, (4, 4), b"", false, None).await,
         Appended::NotHolder
     );
     assert_eq!(
-        b.append(key, chunk(4, 5, b"45", b"i", true, None))
-            .await
-            .unwrap(),
+        put(&b, key, (4, 5), b"i", true, None).await,
         Appended::Written
     );
     let run = b.find(key).await.unwrap().unwrap();

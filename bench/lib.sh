@@ -1,0 +1,30 @@
+# Shared by the bench scripts (source it): a work directory and the
+# processes started, both cleaned up on exit, and waits bounded to 20 s.
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# wait_line FILE PATTERN: the first match of PATTERN in FILE, waiting up to 20 s.
+wait_line() {
+    for _ in $(seq 200); do
+        if grep -qE "$2" "$1" 2>/dev/null; then grep -oE "$2" "$1" | head -1; return 0; fi
+        sleep 0.1
+    done
+    echo "timed out waiting for $2 in $1" >&2; cat "$1" >&2; return 1
+}
+
+# wait_port PORT: until something listens on loopback PORT, up to 20 s.
+wait_port() {
+    for _ in $(seq 200); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+        sleep 0.1
+    done
+    echo "port $1 never opened" >&2; return 1
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
