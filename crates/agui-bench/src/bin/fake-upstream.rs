@@ -139,7 +139,13 @@ async fn rpc(State(fake): State<Fake>, body: Bytes) -> Response {
                 } else {
                     plan.interval
                 };
-                tokio::time::sleep(wait).await;
+                if wait.is_zero() {
+                    // Back to back: `sleep(0)` would wait for the timer's
+                    // next millisecond tick, pacing every stream.
+                    tokio::task::yield_now().await;
+                } else {
+                    tokio::time::sleep(wait).await;
+                }
             }
             let result = if i == 0 {
                 task_event(v10, &task, &context)

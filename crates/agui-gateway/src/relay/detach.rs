@@ -37,7 +37,7 @@ impl RelayState {
                 .abandon_at(grace)
                 .unwrap_or_else(|| Instant::now() + grace);
             tokio::select! {
-                next = self.next() => match next {
+                next = self.next_batch() => match next {
                     Some(bytes) => self.publish(&bytes).await,
                     None => return,
                 },

@@ -8,6 +8,7 @@
 //! reads on into the journal for `detach_grace_secs`, for a reconnect),
 //! else the upstream response is dropped, which closes its connection.
 
+mod batch;
 mod detach;
 mod heal;
 mod shared;
@@ -193,6 +194,9 @@ struct RelayState {
     published: u64,
     /// The run's task was passed to the journal.
     task_noted: bool,
+    /// An end or error of the upstream body met while batching, for the
+    /// next step.
+    deferred: Option<Option<Result<Bytes, reqwest::Error>>>,
     finished: bool,
     _active: crate::metrics::ActiveStream,
 }
@@ -230,6 +234,7 @@ impl RelayState {
             unpublished: Vec::new(),
             published: 0,
             task_noted: false,
+            deferred: None,
             finished: false,
         }
     }
@@ -283,8 +288,18 @@ impl RelayState {
         }
     }
 
-    /// Converts what the last step produced and notes a terminal event.
+    /// Notes what the last step produced, then makes it a piece.
     fn took(&mut self, out: Vec<u8>) -> Bytes {
+        self.note_events();
+        if out.is_empty() {
+            return Bytes::new();
+        }
+        self.last_output = Instant::now();
+        Bytes::from(out)
+    }
+
+    /// Notes the task, the delivery and a terminal event of the last step.
+    fn note_events(&mut self) {
         if !self.task_noted
             && let Some(task) = self.stream.converter().task_id()
         {
@@ -319,11 +334,6 @@ impl RelayState {
                 }
             }
         }
-        if out.is_empty() {
-            return Bytes::new();
-        }
-        self.last_output = Instant::now();
-        Bytes::from(out)
     }
 
     fn finish(&mut self, end: StreamEnd) -> Bytes {
@@ -348,47 +358,54 @@ impl RelayState {
             let broke = match &mut self.source {
                 Source::Lost => Broke::Lost,
                 Source::Done => return None,
-                Source::Events(body) | Source::Document(body, _) => tokio::select! {
-                    biased;
-                    _ = self.stop.as_mut() => return self.stopping().await,
-                    chunk = body.next() => {
-                        self.last_upstream = Instant::now();
-                        match chunk {
-                            Some(Ok(bytes)) => {
-                                if let Some(out) = self.feed(&bytes) {
-                                    // Progress: a stream that breaks later
-                                    // may be re-attached to as often again.
-                                    self.reattached = 0;
-                                    return Some(out);
+                Source::Events(body) | Source::Document(body, _) => {
+                    let chunk = match self.deferred.take() {
+                        Some(chunk) => chunk,
+                        None => tokio::select! {
+                            biased;
+                            _ = self.stop.as_mut() => return self.stopping().await,
+                            chunk = body.next() => chunk,
+                            _ = self.timer.as_mut() => {
+                                let now = Instant::now();
+                                let (keepalive_at, idle_at) = self.deadlines();
+                                if now >= idle_at {
+                                    let secs = self.idle_timeout.as_secs();
+                                    return Some(self.fail(ErrorCode::UpstreamIdleTimeout, format!("the upstream sent nothing for {secs} s")));
                                 }
+                                if now >= keepalive_at {
+                                    self.last_output = now;
+                                    self.rearm();
+                                    return Some(Bytes::from_static(b": ping\n\n"));
+                                }
+                                self.rearm();
                                 continue;
                             }
-                            Some(Err(err)) => {
-                                tracing::warn!(agent = self.run.agent.name(), "reading the upstream response failed: {err:?}");
-                                if err.is_timeout() {
-                                    return Some(self.fail(ErrorCode::UpstreamIdleTimeout, "reading the upstream agent's response failed".to_owned()));
-                                }
-                                Broke::ReadError
+                        },
+                    };
+                    self.last_upstream = Instant::now();
+                    match chunk {
+                        Some(Ok(bytes)) => {
+                            if let Some(out) = self.feed(&bytes) {
+                                return Some(out);
                             }
-                            None => Broke::Ended,
+                            continue;
                         }
+                        Some(Err(err)) => {
+                            tracing::warn!(
+                                agent = self.run.agent.name(),
+                                "reading the upstream response failed: {err:?}"
+                            );
+                            if err.is_timeout() {
+                                return Some(self.fail(
+                                    ErrorCode::UpstreamIdleTimeout,
+                                    "reading the upstream agent's response failed".to_owned(),
+                                ));
+                            }
+                            Broke::ReadError
+                        }
+                        None => Broke::Ended,
                     }
-                    _ = self.timer.as_mut() => {
-                        let now = Instant::now();
-                        let (keepalive_at, idle_at) = self.deadlines();
-                        if now >= idle_at {
-                            let secs = self.idle_timeout.as_secs();
-                            return Some(self.fail(ErrorCode::UpstreamIdleTimeout, format!("the upstream sent nothing for {secs} s")));
-                        }
-                        if now >= keepalive_at {
-                            self.last_output = now;
-                            self.rearm();
-                            return Some(Bytes::from_static(b": ping\n\n"));
-                        }
-                        self.rearm();
-                        continue;
-                    }
-                },
+                }
             };
             // The stream broke: re-attach to the task while it is on (a
             // document body, or a task already over, gives up at once).
@@ -429,12 +446,7 @@ impl RelayState {
     fn feed(&mut self, bytes: &[u8]) -> Option<Bytes> {
         let mut out = Vec::new();
         match &mut self.source {
-            Source::Events(_) | Source::Lost => {
-                self.record(InputOp::Sse, bytes);
-                if let Err(err) = self.stream.feed_sse(bytes, now_ms(), &mut out) {
-                    tracing::error!("gateway failed to encode an event: {err}");
-                }
-            }
+            Source::Events(_) | Source::Lost => self.convert_sse(bytes, &mut out),
             Source::Document(_, buffer) => {
                 if buffer.len() + bytes.len() > self.run.max_event_bytes {
                     let limit = self.run.max_event_bytes;
@@ -448,10 +460,25 @@ impl RelayState {
             }
             Source::Done => return None,
         }
+        (!out.is_empty()).then(|| self.took(out))
+    }
+
+    /// Converts a chunk of an event stream onto `out`.
+    fn convert_sse(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
+        self.record(InputOp::Sse, bytes);
+        let before = out.len();
+        if let Err(err) = self.stream.feed_sse(bytes, now_ms(), out) {
+            tracing::error!("gateway failed to encode an event: {err}");
+        }
         if self.stream.is_finished() {
             self.source = Source::Done;
         }
-        (!out.is_empty()).then(|| self.took(out))
+        if out.len() > before {
+            // Progress: a stream that breaks later may be re-attached to
+            // as often again.
+            self.reattached = 0;
+        }
+        self.note_events();
     }
 
     fn end_of_body(&mut self) -> Bytes {
@@ -539,7 +566,7 @@ fn relay(
         let state = attached.0.as_mut()?;
         let bytes = match first {
             Some(bytes) => bytes,
-            None => state.next().await?,
+            None => state.next_batch().await?,
         };
         state.publish(&bytes).await;
         Some((Ok::<_, std::convert::Infallible>(bytes), (attached, None)))

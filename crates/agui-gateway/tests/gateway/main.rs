@@ -6,6 +6,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)] // test code: a panic is the failure report
 
 mod auth;
+mod batching;
 mod edge;
 mod frameworks;
 mod ids;

@@ -312,6 +312,9 @@ pub struct Fake {
 /// multi-line `data:`, an `event:` line. Passthrough must keep every byte.
 pub const FIXED_SSE: &str = ": ping - 2026-11-21 04:36:11\r\n\r\ndata: {\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{\"kind\":\"task\",\"id\":\"t1\",\"contextId\":\"c1\",\"status\":{\"state\":\"submitted\"}}}\r\n\r\ndata: {\"id\":1,\"jsonrpc\":\"2.0\",\r\ndata: \"result\":{\"kind\":\"artifact-update\",\"taskId\":\"t1\",\"contextId\":\"c1\",\"artifact\":{\"artifactId\":\"a\",\"parts\":[{\"kind\":\"text\",\"text\":\"fixed\"}]},\"lastChunk\":true}}\r\n\r\nevent: message\r\ndata: {\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{\"kind\":\"status-update\",\"taskId\":\"t1\",\"contextId\":\"c1\",\"status\":{\"state\":\"completed\"},\"final\":true}}\r\n\r\n";
 
+/// The chunks of the `burst` scenario.
+pub const BURST: usize = 200;
+
 pub async fn fake_upstream() -> (SocketAddr, Fake) {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
         .await
@@ -428,6 +431,14 @@ async fn fake_rpc(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) -> 
             tokio::time::sleep(Duration::from_millis(2500)).await;
             ok(frame(json!({ "kind": "status-update", "taskId": "t1", "contextId": "c1", "status": { "state": "completed" }, "final": true })))
         }))),
+        // 200 chunks back to back, then the end: what batching is for.
+        "burst" => {
+            let chunks = (1..=BURST).map(move |i| ok(frame(chunk(&format!("[{i}]")))));
+            let end = json!({ "kind": "status-update", "taskId": "t1", "contextId": "c1", "status": { "state": "completed" }, "final": true });
+            sse(futures::stream::iter(
+                std::iter::once(ok(frame(task()))).chain(chunks).chain([ok(frame(end))]),
+            ))
+        }
         "drip" | "endless" => {
             let count = if scenario == "drip" { 8 } else { 150 };
             let log = fake.log.clone();
