@@ -22,16 +22,36 @@ source "$ROOT/bench/lib.sh"
 "$BIN/fake-upstream" > "$WORK/fake.log" 2>&1 & PIDS+=($!)
 FAKE=$(wait_line "$WORK/fake.log" 'READY [0-9]+' | cut -d' ' -f2)
 
-"$BIN/agui-gateway" --upstream "http://127.0.0.1:$FAKE/" --listen 127.0.0.1:0 > "$WORK/gw.log" 2>&1 & GW_PID=$!; PIDS+=($GW_PID)
-GW=$(wait_line "$WORK/gw.log" '127\.0\.0\.1:[0-9]+' | cut -d: -f2)
-
-NGINX=$(free_port)
-bash bench/nginx/run.sh "$FAKE" "$NGINX" > "$WORK/nginx.log" 2>&1 & NGINX_PID=$!; PIDS+=($NGINX_PID)
-wait_port "$NGINX"
-NGINX_WORKER=$(pgrep -P "$NGINX_PID" | head -1)
-
-node bench/node-alternative/server.mjs --upstream "http://127.0.0.1:$FAKE/" --port 0 > "$WORK/node.log" 2>&1 & NODE_PID=$!; PIDS+=($NODE_PID)
-NODE=$(wait_line "$WORK/node.log" 'READY [0-9]+' | cut -d' ' -f2)
+# Every figure comes from fresh proxy processes: each load run starts its
+# proxy and stops it after, so no run inherits another's memory or warm
+# pools. The gateway runs with its defaults (the memory journal on).
+GW_PID="" NGINX_PID="" NGINX_WORKER="" NODE_PID=""
+start_proxy() {
+    case "$1" in
+        gateway*)
+            "$BIN/agui-gateway" --upstream "http://127.0.0.1:$FAKE/" --listen 127.0.0.1:0 > "$WORK/gw.log" 2>&1 & GW_PID=$!; PIDS+=($GW_PID)
+            GW=$(wait_line "$WORK/gw.log" '127\.0\.0\.1:[0-9]+' | cut -d: -f2) ;;
+        nginx*)
+            NGINX=$(free_port)
+            bash bench/nginx/run.sh "$FAKE" "$NGINX" > "$WORK/nginx.log" 2>&1 & NGINX_PID=$!; PIDS+=($NGINX_PID)
+            wait_port "$NGINX"
+            NGINX_WORKER=$(pgrep -P "$NGINX_PID" | head -1) ;;
+        node*)
+            node bench/node-alternative/server.mjs --upstream "http://127.0.0.1:$FAKE/" --port 0 > "$WORK/node.log" 2>&1 & NODE_PID=$!; PIDS+=($NODE_PID)
+            NODE=$(wait_line "$WORK/node.log" 'READY [0-9]+' | cut -d' ' -f2) ;;
+    esac
+    # Startup settled before the baseline RSS is read.
+    sleep 0.5
+}
+stop_proxy() {
+    local pid
+    for pid in $GW_PID $NGINX_PID $NODE_PID; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    if [ -n "${NGINX:-}" ]; then rm -rf "${TMPDIR:-/tmp}/agui-bench-nginx-$NGINX"; fi
+    GW_PID="" NGINX_PID="" NGINX_WORKER="" NODE_PID=""
+}
 
 RESULTS="$WORK/runs.jsonl"
 : > "$RESULTS"
@@ -41,6 +61,7 @@ RESULTS="$WORK/runs.jsonl"
 # figures are added to loadgen's JSON line.
 load() {
     local setup=$1 streams=$2 message=$3 timeout=${4:-120}
+    start_proxy "$setup"
     local args=(--streams "$streams" --message "$message" --timeout-secs "$timeout" --setup "$setup")
     local watched=()
     case "$setup" in
@@ -85,6 +106,7 @@ if os.path.exists(path):
         run["syscalls_per_event"] = round(syscalls / events, 2)
 print(json.dumps(run))
 PY
+    stop_proxy
     sleep 1
 }
 

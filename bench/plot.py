@@ -9,9 +9,9 @@ Reads one results file: {"machine": str, "date": str, "runs": [run, ...]}, where
      "ttfe_ms": {"p50", "p90", "p99"}, "added_latency_ms": {"p50", "p90", "p99", "max"},
      "proxy_rss_kib": int|null, "proxy_rss_per_stream_kib": float|null, "proxy_cpu_s": float|null,
      "cpu_us_per_event": float (perf task-clock), "syscalls_per_event": float (perf raw_syscalls)}
-(a bare list of runs is accepted too). Writes a PNG of the added latency (p50/p90/p99, log y axis)
-against concurrency, one panel per percentile and one line style per setup, and prints the
-Markdown tables to stdout. Needs matplotlib (bash bench/setup.sh makes .cache/venv-bench).
+(a bare list of runs is accepted too). Writes a PNG of curves over the concurrent streams (log
+axes), one line style per setup: the added latency (p50/p90/p99) on top, the proxy's CPU per
+event, system calls per event and memory per stream below; prints the Markdown tables to stdout. Needs matplotlib (bash bench/setup.sh makes .cache/venv-bench).
 """
 
 import argparse
@@ -125,29 +125,46 @@ def markdown(doc):
     return "\n".join(lines)
 
 
+# The cost panels: (run key, title, y label).
+COSTS = [("cpu_us_per_event", "proxy CPU per event", "µs per event (perf task-clock)"),
+         ("syscalls_per_event", "proxy system calls per event", "system calls per event (perf)"),
+         ("proxy_rss_per_stream_kib", "proxy memory per stream", "RSS KiB per stream")]
+
+
+def curve(runs, setup, value):
+    """(streams, value) points of one setup, in order; values under the floor raised to it."""
+    pts, floored = [], False
+    for r in sorted((r for r in runs if r["setup"] == setup), key=lambda r: r["concurrency"]):
+        v = num(value(r))
+        if v is None:
+            continue
+        if v < FLOOR_MS:
+            v, floored = FLOOR_MS, True
+        pts.append((r["concurrency"], v))
+    return pts, floored
+
+
 def plot(doc, out):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
 
-    runs = doc["runs"]
+    # Curves over the stream counts; the ceiling runs (`-max`, one scale) stay in the tables.
+    runs = [r for r in doc["runs"] if not r["setup"].endswith("-max")]
     setups = ordered_setups(runs)
     levels = sorted({r["concurrency"] for r in runs})
-    fig, axes = plt.subplots(1, len(PERCENTILES), figsize=(15, 5.2), sharey=True)
+    fig, grid = plt.subplots(2, 3, figsize=(15, 9.5))
     floored = False
     extra = iter(EXTRA_STYLES)
     styles = {s: STYLES.get(s) or next(extra, dict(marker="o", linestyle="-")) for s in setups}
-    for ax, p in zip(axes, PERCENTILES):
+    panels = [(f"{p} added latency", "added latency per event (ms)",
+               lambda r, p=p: (r.get("added_latency_ms") or {}).get(p)) for p in PERCENTILES]
+    panels += [(title, label, lambda r, key=key: r.get(key)) for key, title, label in COSTS]
+    for ax, (title, label, value) in zip(grid.flat, panels):
         for s in setups:
-            pts = []
-            for r in sorted((r for r in runs if r["setup"] == s), key=lambda r: r["concurrency"]):
-                v = num((r.get("added_latency_ms") or {}).get(p))
-                if v is None:
-                    continue
-                if v < FLOOR_MS:
-                    v, floored = FLOOR_MS, True
-                pts.append((r["concurrency"], v))
+            pts, low = curve(runs, s, value)
+            floored |= low
             if pts:
                 xs, ys = zip(*pts)
                 ax.plot(xs, ys, label=LABELS.get(s, s), linewidth=2, markersize=7, **styles[s])
@@ -156,25 +173,27 @@ def plot(doc, out):
         ax.xaxis.set_major_locator(FixedLocator(levels))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}"))
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
         if levels:
             ax.set_xlim(levels[0] / 1.6, levels[-1] * 1.6)
-        ax.set_title(f"{p} added latency")
+        ax.set_title(title)
         ax.set_xlabel("concurrent streams")
+        ax.set_ylabel(label)
         ax.grid(True, which="major", alpha=0.35)
         ax.grid(True, which="minor", axis="y", alpha=0.12)
-    axes[0].set_ylabel("added latency per event (ms, log scale)")
-    handles, labels = axes[0].get_legend_handles_labels()
+    handles, labels = grid.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False,
                bbox_to_anchor=(0.5, -0.01))
-    title = (f"Added latency per SSE event vs concurrency: {doc.get('machine', '?')}, "
+    title = (f"Proxies compared over concurrent streams (log scales): {doc.get('machine', '?')}, "
              f"{doc.get('date', '?')}")
     if floored:
-        title += f"\n(values under {FLOOR_MS} ms drawn at {FLOOR_MS} ms)"
+        title += f"\n(values under {FLOOR_MS} drawn at {FLOOR_MS})"
     fig.suptitle(title, fontsize=12)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    fig.savefig(out, dpi=120, bbox_inches="tight")
+    fig.savefig(out, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 
