@@ -12,6 +12,7 @@ pub mod edge;
 pub mod error;
 pub mod forwarding;
 pub mod journal;
+pub mod lean;
 pub mod metrics;
 pub mod negotiate;
 pub mod outbound;

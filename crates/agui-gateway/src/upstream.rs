@@ -2,16 +2,20 @@
 //! JSON-RPC bodies of the calls the gateway writes itself (how those calls
 //! are sent is `outbound`'s business).
 
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use axum::http::{HeaderName, HeaderValue};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use bytes::Bytes;
+use futures::{Stream, TryStreamExt};
 use serde_json::{Value, json};
 use url::Url;
 
 use crate::config::{A2aVersion, AgentConfig, Limits};
 use crate::forwarding::{background_headers, via_entry};
+use crate::lean::{self, LeanError};
 use crate::target::base_url;
 
 /// What the gateway learned from the agent card.
@@ -63,10 +67,44 @@ pub enum CardStatus {
     Failing(&'static str),
 }
 
+/// A converted stream's upstream answer, however it was read.
+pub struct StreamResponse {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: UpstreamBody,
+    /// reqwest's bodies come one chunk at a time from a task of their
+    /// own: batching them takes scheduler turns (`relay::batch`). A lean
+    /// body hands over everything read in one poll.
+    pub handed_one_by_one: bool,
+}
+
+/// The body of a converted stream's upstream answer.
+pub type UpstreamBody = Pin<Box<dyn Stream<Item = Result<Bytes, BodyError>> + Send>>;
+
+/// Reading an upstream body failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    #[error("{0}")]
+    Reqwest(reqwest::Error),
+    #[error("{0}")]
+    Lean(LeanError),
+}
+
+impl BodyError {
+    pub fn is_timeout(&self) -> bool {
+        match self {
+            BodyError::Reqwest(err) => err.is_timeout(),
+            BodyError::Lean(err) => err.is_timeout(),
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
     #[error("{0}")]
     Request(reqwest::Error),
+    #[error("{0}")]
+    Lean(LeanError),
     #[error("no response headers within {} s", .0.as_secs())]
     NoResponse(Duration),
 }
@@ -140,14 +178,41 @@ impl Agent {
 
     /// Sends a request whose answer will be relayed as a converted stream:
     /// the wait for its headers is bounded by the idle timeout here, the
-    /// body by the relay's own idle timer.
+    /// body by the relay's own idle timer. Plain-HTTP agents get a
+    /// connection of the relay's own (`lean`); HTTPS ones go through
+    /// reqwest.
     pub async fn send_stream(
         &self,
         request: reqwest::RequestBuilder,
-    ) -> Result<reqwest::Response, UpstreamError> {
+    ) -> Result<StreamResponse, UpstreamError> {
         let idle = self.config.idle_timeout;
-        match tokio::time::timeout(idle, request.send()).await {
-            Ok(result) => result.map_err(UpstreamError::Request),
+        let (client, request) = request.build_split();
+        let request = request.map_err(UpstreamError::Request)?;
+        let send = async {
+            if lean::serves(&request) {
+                let response = lean::send(&request, self.config.connect_timeout)
+                    .await
+                    .map_err(UpstreamError::Lean)?;
+                return Ok(StreamResponse {
+                    status: response.status,
+                    headers: response.headers,
+                    body: Box::pin(response.body.map_err(BodyError::Lean)),
+                    handed_one_by_one: false,
+                });
+            }
+            let response = client
+                .execute(request)
+                .await
+                .map_err(UpstreamError::Request)?;
+            Ok(StreamResponse {
+                status: response.status(),
+                headers: response.headers().clone(),
+                body: Box::pin(response.bytes_stream().map_err(BodyError::Reqwest)),
+                handed_one_by_one: true,
+            })
+        };
+        match tokio::time::timeout(idle, send).await {
+            Ok(result) => result,
             Err(_) => Err(UpstreamError::NoResponse(idle)),
         }
     }

@@ -6,7 +6,8 @@
 //! so "ready now" needs that task to run: when the body has nothing, the
 //! relay lets the scheduler turn (`yield_turn`) and looks again. Without
 //! this, hyper flushes after every chunk and a burst of 200 chunks read in
-//! one system call goes out in 200.
+//! one system call goes out in 200. A lean body (`crate::lean`) needs no
+//! turns: each poll reads the socket itself and hands over all of it.
 
 use std::task::Poll;
 use std::time::Instant;
@@ -14,6 +15,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use super::{RelayState, Source};
+use crate::upstream::StreamResponse;
 
 /// Output gathered into one piece (`next_batch`) stops growing here.
 const BATCH_BYTES: usize = 64 * 1024;
@@ -22,6 +24,16 @@ const BATCH_BYTES: usize = 64 * 1024;
 /// chunk: measured, the connection task needs two to pass on a chunk it
 /// has already read.
 const IDLE_TURNS: u32 = 2;
+
+/// The turns a batch may take for `response`'s body: none for a lean body,
+/// whose every poll hands over all that was read.
+pub(super) fn turns_for(response: &StreamResponse) -> u32 {
+    if response.handed_one_by_one {
+        IDLE_TURNS
+    } else {
+        0
+    }
+}
 
 impl RelayState {
     /// The next piece of the response body, or `None` at its end, with
@@ -38,7 +50,7 @@ impl RelayState {
                 break;
             };
             match std::future::poll_fn(|cx| Poll::Ready(body.as_mut().poll_next(cx))).await {
-                Poll::Pending if idle_turns == IDLE_TURNS => break,
+                Poll::Pending if idle_turns == self.batch_turns => break,
                 Poll::Pending => {
                     idle_turns += 1;
                     yield_turn().await;

@@ -17,10 +17,10 @@ use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::{RelayState, Source, UpstreamBody, is_event_stream, now_ms};
+use super::{RelayState, Source, batch, is_event_stream, now_ms};
 use crate::journal::InputOp;
 use crate::outbound::{self, Forwarded};
-use crate::upstream::{Agent, TaskCall};
+use crate::upstream::{Agent, TaskCall, UpstreamBody};
 
 /// The pause before each attempt: at most five, about 4 s of pauses in all
 /// (each attempt is bounded by the agent's timeouts besides).
@@ -44,6 +44,8 @@ pub(super) enum Healed {
 struct Subscribed {
     body: UpstreamBody,
     first: Vec<u8>,
+    /// `RelayState::batch_turns` for this body.
+    turns: u32,
 }
 
 impl RelayState {
@@ -85,7 +87,7 @@ impl RelayState {
                     return Healed::Ended(join(shown));
                 }
             }
-            let Some(Subscribed { body, first }) = subscribed else {
+            let Some(Subscribed { body, first, turns }) = subscribed else {
                 continue;
             };
             tracing::info!(
@@ -95,6 +97,7 @@ impl RelayState {
             );
             self.run.metrics.count_reattached();
             self.source = Source::Events(body);
+            self.batch_turns = turns;
             self.last_upstream = Instant::now();
             if let Some(out) = self.feed(&first) {
                 shown.push(out);
@@ -115,17 +118,18 @@ async fn resubscribe(
 ) -> Option<Subscribed> {
     let request = outbound::task_call(agent, forwarded, TaskCall::Subscribe, task);
     let response = agent.send_stream(request.await).await.ok()?;
-    if !response.status().is_success() || !is_event_stream(response.headers()) {
+    if !response.status.is_success() || !is_event_stream(&response.headers) {
         return None;
     }
-    let mut body: UpstreamBody = Box::pin(response.bytes_stream());
+    let turns = batch::turns_for(&response);
+    let mut body = response.body;
     let mut parser = SseParser::new(limit);
     let mut first = Vec::new();
     let until = tokio::time::Instant::now() + PROBE;
     loop {
         let chunk = match tokio::time::timeout_at(until, body.next()).await {
             // Silent: a live stream waiting for the agent's next event.
-            Err(_) => return Some(Subscribed { body, first }),
+            Err(_) => return Some(Subscribed { body, first, turns }),
             Ok(Some(Ok(chunk))) => chunk,
             Ok(_) => return None,
         };
@@ -136,7 +140,7 @@ async fn resubscribe(
         });
         match refused {
             Some(true) => return None,
-            Some(false) => return Some(Subscribed { body, first }),
+            Some(false) => return Some(Subscribed { body, first, turns }),
             None if parsed.is_err() => return None,
             None => {}
         }

@@ -28,7 +28,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use bytes::Bytes;
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -42,7 +42,7 @@ use crate::metrics::Metrics;
 use crate::outbound::{self, Forwarded};
 use crate::random::random_u64;
 use crate::state::{AppState, Shutdown};
-use crate::upstream::{Agent, UpstreamError};
+use crate::upstream::{Agent, StreamResponse, UpstreamBody, UpstreamError};
 
 /// Called once with the terminal event and the run's A2A task id.
 pub type OnEnd = Box<dyn FnOnce(&Event, Option<&str>) + Send>;
@@ -143,8 +143,6 @@ struct Run {
     permit: OwnedSemaphorePermit,
 }
 
-type UpstreamBody = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
-
 enum Source {
     /// `text/event-stream`: chunks go through the SSE parser.
     Events(UpstreamBody),
@@ -196,7 +194,10 @@ struct RelayState {
     task_noted: bool,
     /// An end or error of the upstream body met while batching, for the
     /// next step.
-    deferred: Option<Option<Result<Bytes, reqwest::Error>>>,
+    deferred: Option<Option<Result<Bytes, crate::upstream::BodyError>>>,
+    /// Scheduler turns a batch may wait through for the next chunk: only
+    /// bodies handed over one chunk at a time need them (`batch`).
+    batch_turns: u32,
     finished: bool,
     _active: crate::metrics::ActiveStream,
 }
@@ -235,6 +236,7 @@ impl RelayState {
             published: 0,
             task_noted: false,
             deferred: None,
+            batch_turns: 0,
             finished: false,
         }
     }
@@ -535,20 +537,20 @@ pub async fn send_cancel(agent: &Agent, forwarded: &Forwarded, task: &str) {
 /// AG-UI client reports as a failed run rather than a transport error.
 fn relay(
     mut state: RelayState,
-    upstream: Result<reqwest::Response, UpstreamError>,
+    upstream: Result<StreamResponse, UpstreamError>,
     started: Instant,
 ) -> Response {
     let metrics = state.run.metrics.clone();
     let first = match upstream {
         Ok(response) => {
             metrics.observe_upstream_latency(started.elapsed());
-            state.upstream_status = response.status();
-            let is_sse = is_event_stream(response.headers());
-            let body: UpstreamBody = Box::pin(response.bytes_stream());
+            state.upstream_status = response.status;
+            state.batch_turns = batch::turns_for(&response);
+            let is_sse = is_event_stream(&response.headers);
             state.source = if is_sse && state.upstream_status.is_success() {
-                Source::Events(body)
+                Source::Events(response.body)
             } else {
-                Source::Document(body, Vec::new())
+                Source::Document(response.body, Vec::new())
             };
             None
         }
@@ -594,6 +596,14 @@ pub fn unreachable(err: &UpstreamError) -> (ErrorCode, &'static str) {
             "the upstream agent did not answer in time",
         ),
         UpstreamError::Request(_) => (
+            ErrorCode::UpstreamReadError,
+            "the call to the upstream agent failed",
+        ),
+        UpstreamError::Lean(err) if err.is_connect() => (
+            ErrorCode::UpstreamUnreachable,
+            "the upstream agent could not be connected to",
+        ),
+        UpstreamError::Lean(_) => (
             ErrorCode::UpstreamReadError,
             "the call to the upstream agent failed",
         ),

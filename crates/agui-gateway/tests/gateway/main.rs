@@ -9,6 +9,7 @@ mod auth;
 mod batching;
 mod edge;
 mod frameworks;
+mod framing;
 mod ids;
 mod input;
 mod limits;
