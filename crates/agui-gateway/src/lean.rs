@@ -11,8 +11,8 @@
 //! keeps only an incomplete remainder between reads: a held stream costs
 //! the socket and a few hundred bytes.
 //!
-//! HTTP/1.1 over plain TCP, one request per connection (`Connection:
-//! close`), no redirects, no proxy: what a converted stream's call needs.
+//! HTTP/1.1 over plain TCP, one request per connection (closed when the
+//! body ends), no redirects, no proxy: what a converted stream's call needs.
 //! HTTPS upstreams, and every other call (cards, passthrough, cancels,
 //! re-attaching), stay on reqwest.
 
@@ -175,7 +175,9 @@ fn request_bytes(request: &reqwest::Request) -> Vec<u8> {
     }
     out.extend_from_slice(b"content-length: ");
     out.extend_from_slice(body.len().to_string().as_bytes());
-    out.extend_from_slice(b"\r\nconnection: close\r\n\r\n");
+    // No `connection: close`: the gateway closes the connection itself
+    // when the body ends, and sends no hop-by-hop header upstream.
+    out.extend_from_slice(b"\r\n\r\n");
     out.extend_from_slice(body);
     out
 }
@@ -550,7 +552,7 @@ mod tests {
         let text = String::from_utf8(request_bytes(&request)).unwrap();
         assert_eq!(
             text,
-            "POST /rpc?x=1 HTTP/1.1\r\nhost: agent.test:8080\r\nauthorization: Bearer t\r\naccept: */*\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}"
+            "POST /rpc?x=1 HTTP/1.1\r\nhost: agent.test:8080\r\nauthorization: Bearer t\r\naccept: */*\r\ncontent-length: 2\r\n\r\n{}"
         );
         let https = client
             .post("https://agent.test/")
