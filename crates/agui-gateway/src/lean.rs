@@ -56,7 +56,7 @@ impl LeanError {
         matches!(self, LeanError::Connect(_) | LeanError::ConnectTimeout(_))
     }
 
-    pub fn is_timeout(&self) -> bool {
+    pub fn is_connect_timeout(&self) -> bool {
         matches!(self, LeanError::ConnectTimeout(_))
     }
 }
@@ -235,10 +235,13 @@ enum Framing {
 
 impl Framing {
     fn of(headers: &HeaderMap) -> Result<Framing, LeanError> {
+        // Chunked when it is the last coding applied (RFC 9112 6.3).
         let chunked = headers
             .get_all(header::TRANSFER_ENCODING)
             .iter()
-            .any(|v| v.as_bytes().eq_ignore_ascii_case(b"chunked"));
+            .next_back()
+            .and_then(|v| v.as_bytes().split(|&b| b == b',').next_back())
+            .is_some_and(|coding| coding.trim_ascii().eq_ignore_ascii_case(b"chunked"));
         if chunked {
             return Ok(Framing::ChunkSize);
         }

@@ -179,22 +179,29 @@ fn run_by(agent: &Agent, scope: &str, parts: &axum::http::request::Parts, body: 
 }
 
 async fn connect(State(state): State<SharedState>, request: Request) -> Result<Response, ApiError> {
-    let agent = agui_agent(&state, &request, "agui/connect")?;
-    let (parts, body) = request.into_parts();
-    edge::allowed(&state, &parts.extensions, &agent)?;
-    let body = read_body(&state, body).await?;
-    let caller = Caller::of(&edge::scope(&parts.extensions), &parts.headers);
+    let (agent, parts, caller, body) = run_request(&state, request, "agui/connect").await?;
     resume::connect(&state, &agent, &caller, &parts.headers, &body).await
 }
 
 async fn stop(State(state): State<SharedState>, request: Request) -> Result<Response, ApiError> {
-    let agent = agui_agent(&state, &request, "agui/stop")?;
-    let (parts, body) = request.into_parts();
-    edge::allowed(&state, &parts.extensions, &agent)?;
-    let body = read_body(&state, body).await?;
-    let caller = Caller::of(&edge::scope(&parts.extensions), &parts.headers);
+    let (agent, parts, caller, body) = run_request(&state, request, "agui/stop").await?;
     let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get());
     resume::stop(&state, &agent, &caller, &forwarded, &body).await
+}
+
+/// What `connect` and `stop` both start from: the agent (checked against
+/// the caller's allow list), the request's head, its caller and its body.
+async fn run_request(
+    state: &SharedState,
+    request: Request,
+    route: &'static str,
+) -> Result<(Arc<Agent>, axum::http::request::Parts, Caller, Bytes), ApiError> {
+    let agent = agui_agent(state, &request, route)?;
+    let (parts, body) = request.into_parts();
+    edge::allowed(state, &parts.extensions, &agent)?;
+    let body = read_body(state, body).await?;
+    let caller = Caller::of(&edge::scope(&parts.extensions), &parts.headers);
+    Ok((agent, parts, caller, body))
 }
 
 /// The request body, up to `max_request_bytes` and within

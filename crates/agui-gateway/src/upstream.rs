@@ -94,7 +94,8 @@ impl BodyError {
     pub fn is_timeout(&self) -> bool {
         match self {
             BodyError::Reqwest(err) => err.is_timeout(),
-            BodyError::Lean(err) => err.is_timeout(),
+            // A lean body has no read timer: the relay's idle timer is it.
+            BodyError::Lean(_) => false,
         }
     }
 }
@@ -107,6 +108,26 @@ pub enum UpstreamError {
     Lean(LeanError),
     #[error("no response headers within {} s", .0.as_secs())]
     NoResponse(Duration),
+}
+
+impl UpstreamError {
+    /// No connection was made (refused, unresolvable, or not in time).
+    pub fn is_connect(&self) -> bool {
+        match self {
+            UpstreamError::Request(err) => err.is_connect(),
+            UpstreamError::Lean(err) => err.is_connect(),
+            UpstreamError::NoResponse(_) => false,
+        }
+    }
+
+    /// A timer ran out (a connection's, or the wait for response headers).
+    pub fn is_timeout(&self) -> bool {
+        match self {
+            UpstreamError::Request(err) => err.is_timeout(),
+            UpstreamError::Lean(err) => err.is_connect_timeout(),
+            UpstreamError::NoResponse(_) => true,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -586,31 +586,26 @@ fn is_event_stream(headers: &HeaderMap) -> bool {
 /// The code and the client's message for an upstream call that failed
 /// before any answer; the details (its URL among them) are only logged.
 pub fn unreachable(err: &UpstreamError) -> (ErrorCode, &'static str) {
-    match err {
-        UpstreamError::Request(err) if err.is_connect() => (
+    if err.is_connect() {
+        (
             ErrorCode::UpstreamUnreachable,
             "the upstream agent could not be connected to",
-        ),
-        UpstreamError::Request(err) if err.is_timeout() => (
-            ErrorCode::UpstreamTimeout,
-            "the upstream agent did not answer in time",
-        ),
-        UpstreamError::Request(_) => (
-            ErrorCode::UpstreamReadError,
-            "the call to the upstream agent failed",
-        ),
-        UpstreamError::Lean(err) if err.is_connect() => (
-            ErrorCode::UpstreamUnreachable,
-            "the upstream agent could not be connected to",
-        ),
-        UpstreamError::Lean(_) => (
-            ErrorCode::UpstreamReadError,
-            "the call to the upstream agent failed",
-        ),
-        UpstreamError::NoResponse(_) => (
+        )
+    } else if let UpstreamError::NoResponse(_) = err {
+        (
             ErrorCode::UpstreamTimeout,
             "the upstream agent sent no response headers in time",
-        ),
+        )
+    } else if err.is_timeout() {
+        (
+            ErrorCode::UpstreamTimeout,
+            "the upstream agent did not answer in time",
+        )
+    } else {
+        (
+            ErrorCode::UpstreamReadError,
+            "the call to the upstream agent failed",
+        )
     }
 }
 

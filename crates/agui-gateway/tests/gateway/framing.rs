@@ -9,6 +9,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::resume::{post, run_input};
 use crate::support::*;
 
 /// How the raw upstream frames its SSE answer.
@@ -165,12 +166,9 @@ async fn every_body_framing_is_read_whole_and_a_bad_one_ends_the_run() {
     ] {
         let addr = raw_upstream(framing).await;
         let gw = gateway_for(&format!("http://{addr}/"), &[]);
-        let body = client()
-            .post(format!("{}/agui", gw.url()))
-            .json(&json!({ "threadId": "t", "runId": "r", "messages": [{ "id": "u1", "role": "user", "content": "hi" }] }))
-            .send()
+        let url = format!("{}/agui", gw.url());
+        let body = post(&url, &run_input("t", "hi"), None)
             .await
-            .unwrap()
             .text()
             .await
             .unwrap();
