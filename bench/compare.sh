@@ -11,6 +11,12 @@ ROOT=$(pwd)
 OUT="$ROOT/bench/results"
 mkdir -p "$OUT"
 SCALES=${SCALES:-"100 1000 8000"}
+# Optional: only some setups (SETUPS="gateway nginx"), extra gateway flags
+# (GATEWAY_ARGS="--workers 1"), and every proxy pinned to one CPU while the
+# load generator and the upstream keep both (PIN_CPU=1).
+SETUPS=${SETUPS:-"direct gateway nginx node"}
+GATEWAY_ARGS=${GATEWAY_ARGS:-}
+PIN_CPU=${PIN_CPU:-}
 
 bash bench/setup.sh
 cargo build --release --locked -p agui-bench -p agui-gateway
@@ -29,7 +35,12 @@ GW_PID="" NGINX_PID="" NGINX_WORKER="" NODE_PID=""
 start_proxy() {
     case "$1" in
         gateway*)
-            "$BIN/agui-gateway" --upstream "http://127.0.0.1:$FAKE/" --listen 127.0.0.1:0 > "$WORK/gw.log" 2>&1 & GW_PID=$!; PIDS+=($GW_PID)
+            # Started pinned, as a user would, so the runtime sizes itself
+            # to the one CPU it sees.
+            local pin=()
+            if [ -n "$PIN_CPU" ]; then pin=(taskset -c "$PIN_CPU"); fi
+            # shellcheck disable=SC2086 # GATEWAY_ARGS is a list of flags
+            "${pin[@]}" "$BIN/agui-gateway" --upstream "http://127.0.0.1:$FAKE/" --listen 127.0.0.1:0 $GATEWAY_ARGS > "$WORK/gw.log" 2>&1 & GW_PID=$!; PIDS+=($GW_PID)
             GW=$(wait_line "$WORK/gw.log" '127\.0\.0\.1:[0-9]+' | cut -d: -f2) ;;
         nginx*)
             NGINX=$(free_port)
@@ -40,6 +51,12 @@ start_proxy() {
             node bench/node-alternative/server.mjs --upstream "http://127.0.0.1:$FAKE/" --port 0 > "$WORK/node.log" 2>&1 & NODE_PID=$!; PIDS+=($NODE_PID)
             NODE=$(wait_line "$WORK/node.log" 'READY [0-9]+' | cut -d' ' -f2) ;;
     esac
+    if [ -n "$PIN_CPU" ]; then
+        local pid
+        for pid in $NGINX_WORKER $NODE_PID; do
+            taskset -a -pc "$PIN_CPU" "$pid" > /dev/null
+        done
+    fi
     # Startup settled before the baseline RSS is read.
     sleep 0.5
 }
@@ -111,7 +128,7 @@ PY
 }
 
 for scale in $SCALES; do
-    for setup in direct gateway nginx node; do
+    for setup in $SETUPS; do
         if [ "$scale" -ge 8000 ]; then
             # Idle streams: one chunk, 8 s of silence, one more: memory per held stream.
             load "$setup" "$scale" "events=2 interval=20 hold=8" 90
@@ -122,7 +139,7 @@ for scale in $SCALES; do
     done
 done
 # Throughput ceiling: 50 streams of 2,000 back-to-back chunks.
-for setup in direct gateway nginx node; do
+for setup in $SETUPS; do
     load "$setup-max" 50 "events=2000 interval=0"
 done
 

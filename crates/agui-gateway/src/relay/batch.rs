@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use super::{RelayState, Source};
+use super::{RelayState, Source, keep_scratch, take_scratch};
 use crate::upstream::StreamResponse;
 
 /// Output gathered into one piece (`next_batch`) stops growing here.
@@ -43,7 +43,7 @@ impl RelayState {
         if first.is_empty() {
             return Some(first);
         }
-        let mut more = Vec::new();
+        let mut more = take_scratch();
         let mut idle_turns = 0;
         while more.len() < BATCH_BYTES && !self.finished && self.deferred.is_none() {
             let Source::Events(body) = &mut self.source else {
@@ -65,10 +65,13 @@ impl RelayState {
             }
         }
         if more.is_empty() {
+            keep_scratch(more);
             return Some(first);
         }
         self.last_output = Instant::now();
-        Some(Bytes::from([&first[..], &more[..]].concat()))
+        let piece = Bytes::from([&first[..], &more[..]].concat());
+        keep_scratch(more);
+        Some(piece)
     }
 }
 

@@ -17,7 +17,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::{RelayState, Source, batch, is_event_stream, now_ms};
+use super::{RelayState, Source, batch, is_event_stream, keep_scratch, now_ms, take_scratch};
 use crate::journal::InputOp;
 use crate::outbound::{self, Forwarded};
 use crate::upstream::{Agent, TaskCall, UpstreamBody};
@@ -77,11 +77,12 @@ impl RelayState {
             self.record(InputOp::Reattach, &[]);
             if let Some(snapshot) = snapshot {
                 self.record(InputOp::Json, &snapshot);
-                let mut out = Vec::new();
+                let mut out = take_scratch();
                 if let Err(err) = self.stream.feed_json(&snapshot, now_ms(), &mut out) {
                     tracing::error!("gateway failed to encode an event: {err}");
                 }
-                shown.push(self.took(out));
+                shown.push(self.took(&out));
+                keep_scratch(out);
                 if self.stream.is_finished() {
                     self.source = Source::Done;
                     return Healed::Ended(join(shown));

@@ -164,6 +164,33 @@ enum Broke {
     Lost,
 }
 
+/// The largest encode buffer a worker thread keeps between steps.
+const SCRATCH_KEPT: usize = 64 * 1024;
+
+thread_local! {
+    /// Where a step's frames are encoded before they leave as one
+    /// exact-size piece. A buffer grown from empty per step reallocates
+    /// several times per event; one per stream would stay with every held
+    /// stream (about 1 KiB each). One per worker thread has neither cost.
+    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The thread's encode buffer, empty. A step that waits while holding it
+/// (`next_batch`) leaves the next one a fresh buffer: correct, just
+/// slower.
+fn take_scratch() -> Vec<u8> {
+    let mut out = SCRATCH.take();
+    out.clear();
+    out
+}
+
+/// Gives the buffer back; one that a burst grew large is let go.
+fn keep_scratch(out: Vec<u8>) {
+    if out.capacity() <= SCRATCH_KEPT {
+        SCRATCH.set(out);
+    }
+}
+
 struct RelayState {
     /// Fires when the gateway stops; one future for the stream's whole life
     /// (a fresh one per event would lock the token's waiter list each time).
@@ -291,13 +318,13 @@ impl RelayState {
     }
 
     /// Notes what the last step produced, then makes it a piece.
-    fn took(&mut self, out: Vec<u8>) -> Bytes {
+    fn took(&mut self, out: &[u8]) -> Bytes {
         self.note_events();
         if out.is_empty() {
             return Bytes::new();
         }
         self.last_output = Instant::now();
-        Bytes::from(out)
+        Bytes::copy_from_slice(out)
     }
 
     /// Notes the task, the delivery and a terminal event of the last step.
@@ -339,12 +366,14 @@ impl RelayState {
     }
 
     fn finish(&mut self, end: StreamEnd) -> Bytes {
-        let mut out = Vec::new();
+        let mut out = take_scratch();
         if let Err(err) = self.stream.finish(end, now_ms(), &mut out) {
             tracing::error!("gateway failed to encode an event: {err}");
         }
         self.source = Source::Done;
-        self.took(out)
+        let piece = self.took(&out);
+        keep_scratch(out);
+        piece
     }
 
     fn fail(&mut self, code: ErrorCode, message: String) -> Bytes {
@@ -446,7 +475,7 @@ impl RelayState {
 
     /// Feeds an upstream chunk; `None` when it produced nothing to send.
     fn feed(&mut self, bytes: &[u8]) -> Option<Bytes> {
-        let mut out = Vec::new();
+        let mut out = take_scratch();
         match &mut self.source {
             Source::Events(_) | Source::Lost => self.convert_sse(bytes, &mut out),
             Source::Document(_, buffer) => {
@@ -462,7 +491,9 @@ impl RelayState {
             }
             Source::Done => return None,
         }
-        (!out.is_empty()).then(|| self.took(out))
+        let piece = (!out.is_empty()).then(|| self.took(&out));
+        keep_scratch(out);
+        piece
     }
 
     /// Converts a chunk of an event stream onto `out`.
@@ -484,7 +515,7 @@ impl RelayState {
     }
 
     fn end_of_body(&mut self) -> Bytes {
-        let mut out = Vec::new();
+        let mut out = take_scratch();
         if let Source::Document(_, buffer) = &mut self.source {
             let body = std::mem::take(buffer);
             if !self.upstream_status.is_success() {
@@ -499,7 +530,9 @@ impl RelayState {
             tracing::error!("gateway failed to encode an event: {err}");
         }
         self.source = Source::Done;
-        self.took(out)
+        let piece = self.took(&out);
+        keep_scratch(out);
+        piece
     }
 
     /// A non-2xx answer: the agent's own error when the body carries one
