@@ -1,4 +1,4 @@
-//! In front of every route: CORS, draining, loop refusal, who the caller
+//! In front of every route (inside `crate::cors`): draining, loop refusal, who the caller
 //! is (forwarding headers believed from trusted proxies only), its
 //! credential and its rate. Which agent a caller may use is checked where
 //! the agent is known (`allowed`), with the name decoded as the router
@@ -8,7 +8,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 
 use a2a_agui::ErrorCode;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{Extensions, HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{Extensions, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::auth::{AuthError, Principal};
@@ -36,59 +36,10 @@ pub async fn gate(
     mut request: Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let origin = request.headers().get(header::ORIGIN).cloned();
-    let allowed = origin.as_ref().and_then(|origin| {
-        let origins = &state.config.cors_origins;
-        let text = origin.to_str().ok()?;
-        if origins.iter().any(|o| o == "*") {
-            Some(HeaderValue::from_static("*"))
-        } else {
-            origins.iter().any(|o| o == text).then(|| origin.clone())
-        }
-    });
-    // The Fetch standard does not let `*` stand for `Authorization`: a
-    // preflight gets the header names it asked for, echoed.
-    let asked = request
-        .headers()
-        .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
-        .cloned();
-    if request.method() == Method::OPTIONS
-        && let Some(allowed) = &allowed
-    {
-        let mut response = StatusCode::NO_CONTENT.into_response();
-        add_cors(response.headers_mut(), allowed, asked.as_ref());
-        return response;
-    }
-    let mut response = match admit(&state, &mut request).await {
+    match admit(&state, &mut request).await {
         Ok(()) => next.run(request).await,
         Err(err) => err.into_response(),
-    };
-    if let Some(allowed) = &allowed {
-        add_cors(response.headers_mut(), allowed, None);
     }
-    if origin.is_some() && !state.config.cors_origins.is_empty() {
-        // The answer depends on the origin: caches must keep them apart.
-        response
-            .headers_mut()
-            .append(header::VARY, HeaderValue::from_static("Origin"));
-    }
-    response
-}
-
-fn add_cors(headers: &mut HeaderMap, origin: &HeaderValue, asked: Option<&HeaderValue>) {
-    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
-    headers.insert(
-        header::ACCESS_CONTROL_ALLOW_METHODS,
-        HeaderValue::from_static("GET, POST, OPTIONS"),
-    );
-    headers.insert(
-        header::ACCESS_CONTROL_ALLOW_HEADERS,
-        asked.cloned().unwrap_or(HeaderValue::from_static("*")),
-    );
-    headers.insert(
-        header::ACCESS_CONTROL_MAX_AGE,
-        HeaderValue::from_static("600"),
-    );
 }
 
 /// Lets a request through, with its `Caller` (and `Principal`) in its

@@ -13,7 +13,9 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use url::Url;
 
-use agui_gateway::config::{AgentConfig, Backend, Config, JwtConfig, JwtKey, RateLimit};
+use agui_gateway::config::{
+    AgentConfig, Backend, Config, CorsConfig, JwtConfig, JwtKey, OriginRule, RateLimit,
+};
 use agui_gateway::forwarding::{ForwardPolicy, TrustedProxies};
 use agui_gateway::journal::redis::RedisJournal;
 use agui_gateway::server::ConnectionLimits;
@@ -134,7 +136,43 @@ struct EdgeArgs {
     /// Requests a caller may make at once before the rate applies [default: the rate].
     #[arg(long, env = "AGUI_GATEWAY_RATE_LIMIT_BURST")]
     rate_limit_burst: Option<u32>,
+    #[command(flatten)]
+    cors: CorsArgs,
 }
+
+/// Browser access (README, "Use from the browser").
+#[derive(Debug, Args)]
+struct CorsArgs {
+    /// Origins whose pages may call the gateway, comma-separated: `https://app.example.com`, `https://*.example.com`, `http://localhost:*` or `*` (replaces [cors] allow_origins).
+    #[arg(long, env = "AGUI_GATEWAY_CORS_ORIGINS", value_delimiter = ',')]
+    cors_origin: Option<Vec<String>>,
+    /// Let those pages send cookies and HTTP authentication (`credentials: 'include'`); not with `*`.
+    #[arg(long, env = "AGUI_GATEWAY_CORS_CREDENTIALS")]
+    cors_credentials: bool,
+}
+
+impl CorsArgs {
+    fn apply(self, cors: &mut CorsConfig) -> anyhow::Result<()> {
+        if let Some(origins) = self.cors_origin {
+            cors.origins = origins
+                .iter()
+                .map(|origin| {
+                    OriginRule::parse(origin.trim())
+                        .map_err(|why| anyhow::anyhow!("--cors-origin {origin:?}: {why}"))
+                })
+                .collect::<anyhow::Result<_>>()?;
+        }
+        if self.cors_credentials {
+            cors.allow_credentials = true;
+        }
+        cors.check()
+            .map_err(|why| anyhow::anyhow!("--cors-credentials: {why}"))
+    }
+}
+
+/// What `demo` lets call it unless told otherwise: pages served from this
+/// machine (a dev server on any port).
+const DEMO_CORS_ORIGINS: &[&str] = &["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
 
 /// The environment variable whose API keys count when it is set.
 const API_KEYS_ENV: &str = "AGUI_GATEWAY_API_KEYS";
@@ -149,6 +187,8 @@ enum Command {
         /// Milliseconds between the demo agent's events.
         #[arg(long, default_value_t = 150)]
         delay_ms: u64,
+        #[command(flatten)]
+        cors: CorsArgs,
     },
     /// Convert a recorded upstream A2A body (SSE capture, JSON Lines or one
     /// JSON document) into the AG-UI SSE body the gateway would send.
@@ -192,7 +232,11 @@ fn main() -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Some(Command::Demo { listen, delay_ms }) => runtime(None)?.block_on(demo(listen, delay_ms)),
+        Some(Command::Demo {
+            listen,
+            delay_ms,
+            cors,
+        }) => runtime(None)?.block_on(demo(listen, delay_ms, cors)),
         None => {
             let workers = cli.serve.workers;
             let config = serve_config(cli.serve)?;
@@ -347,7 +391,7 @@ fn apply_edge(config: &mut Config, edge: EdgeArgs) -> anyhow::Result<()> {
     } else if edge.rate_limit_burst.is_some() {
         bail!("--rate-limit-burst needs --rate-limit-per-second");
     }
-    Ok(())
+    edge.cors.apply(&mut config.cors)
 }
 
 /// Serves until SIGTERM or Ctrl-C: then stops accepting, lets open streams
@@ -513,13 +557,23 @@ fn redacted(url: &url::Url) -> String {
     url.to_string()
 }
 
-async fn demo(listen: SocketAddr, delay_ms: u64) -> anyhow::Result<()> {
+async fn demo(listen: SocketAddr, delay_ms: u64, cors: CorsArgs) -> anyhow::Result<()> {
+    let mut config_cors = CorsConfig {
+        origins: DEMO_CORS_ORIGINS
+            .iter()
+            .filter_map(|origin| OriginRule::parse(origin).ok())
+            .collect(),
+        ..CorsConfig::default()
+    };
+    cors.apply(&mut config_cors)?;
     let agent_addr = demo::start_agent(Duration::from_millis(delay_ms))
         .await
         .context("the demo agent could not start")?;
     let upstream = Url::parse(&format!("http://{agent_addr}/")).context("demo agent address")?;
     let agent = AgentConfig::new("assistant", upstream);
-    let config = Config::single(listen, agent);
+    let mut config = Config::single(listen, agent);
+    let pages = describe_origins(&config_cors);
+    config.cors = config_cors;
     let base = format!("http://{listen}");
     let banner = format!(
         "demo A2A agent (0.3 JSON-RPC) on http://{agent_addr}/, fronted as agent \"assistant\"\n\
@@ -528,9 +582,22 @@ async fn demo(listen: SocketAddr, delay_ms: u64) -> anyhow::Result<()> {
          curl -N -X POST '{base}/v1/agents/assistant/stream?format=hector' -d '{{\"request\": {{\"role\": \"user\", \"parts\": [{{\"text\": \"Hello\"}}]}}}}'\n  \
          curl -N -X POST {base}/agui -H 'Content-Type: application/json' -d '{{\"threadId\": \"t1\", \"runId\": \"r1\", \"messages\": [{{\"id\": \"u1\", \"role\": \"user\", \"content\": \"Weather in Tokyo?\"}}]}}'\n  \
          curl -s {base}/.well-known/agent-card.json\n\
+         browser pages may call it from: {pages} (--cors-origin to change)\n\
          stop with Ctrl-C"
     );
     serve(config, Some(banner)).await
+}
+
+/// The allowed origins, for the banner.
+fn describe_origins(cors: &CorsConfig) -> String {
+    if !cors.is_on() {
+        return "no origin".to_owned();
+    }
+    cors.origins
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn convert(

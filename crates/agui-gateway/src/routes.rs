@@ -25,7 +25,7 @@ use crate::random::random_u64;
 use crate::relay::{self, Conversion};
 use crate::state::{AppState, SharedState};
 use crate::upstream::{Agent, CardStatus, UpstreamError};
-use crate::{agui, card, edge, resume};
+use crate::{agui, card, cors, edge, resume};
 
 pub fn router(state: SharedState) -> Router {
     let mut router = Router::new().route("/healthz", get(healthz));
@@ -34,7 +34,7 @@ pub fn router(state: SharedState) -> Router {
             .route("/readyz", get(readyz))
             .route("/metrics", get(metrics));
     }
-    router
+    let router = router
         .route("/v1/agents", get(list_agents))
         .route("/agui", post(agui_run))
         .route("/v1/agents/{name}/agui", post(agui_run))
@@ -51,8 +51,14 @@ pub fn router(state: SharedState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             edge::gate,
-        ))
-        .with_state(state)
+        ));
+    // Outermost: a preflight is answered before draining, credentials and
+    // rates are looked at.
+    let router = match cors::layer(&state.config.cors) {
+        Some(cors) => router.layer(cors),
+        None => router,
+    };
+    router.with_state(state)
 }
 
 /// The admin listener's routes: probes and metrics, for the cluster only.

@@ -9,9 +9,8 @@ use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ConnectInfo;
@@ -26,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use crate::metrics::Metrics;
+use crate::throttle::LogThrottle;
 
 /// The bounds of one listener.
 #[derive(Debug, Clone, Copy)]
@@ -76,7 +76,7 @@ pub async fn serve(
         // A request head larger than this gets a 431; hyper's default
         // (about 400 KB) times max_connections would be gigabytes.
         .max_buf_size(MAX_HEAD_BYTES);
-    let refused_log = RateLimitedLog::new();
+    let refused_log = LogThrottle::new();
     loop {
         let accepted = tokio::select! {
             _ = draining.cancelled() => break,
@@ -155,27 +155,6 @@ async fn refuse(mut stream: TcpStream) {
         stream.shutdown().await
     };
     let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
-}
-
-/// One warning per second at most, whatever the rate of refusals.
-struct RateLimitedLog {
-    start: Instant,
-    /// The last second (since `start`, plus one) that logged.
-    last: AtomicU64,
-}
-
-impl RateLimitedLog {
-    fn new() -> RateLimitedLog {
-        RateLimitedLog {
-            start: Instant::now(),
-            last: AtomicU64::new(0),
-        }
-    }
-
-    fn due(&self) -> bool {
-        let now = self.start.elapsed().as_secs() + 1;
-        self.last.swap(now, Ordering::Relaxed) != now
-    }
 }
 
 /// A socket whose writes may stay blocked only so long: a client that

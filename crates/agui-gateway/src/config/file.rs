@@ -14,8 +14,8 @@ use toml::Spanned;
 use url::Url;
 
 use super::{
-    A2aVersion, AgentConfig, Allow, AuthConfig, Backend, Config, ConfigError, JournalConfig,
-    JwtConfig, JwtKey, Limits, RateLimit, random_gateway_id,
+    A2aVersion, AgentConfig, Allow, AuthConfig, Backend, Config, ConfigError, CorsConfig,
+    JournalConfig, JwtConfig, JwtKey, Limits, OriginRule, RateLimit, random_gateway_id,
 };
 use crate::forwarding::{ForwardPolicy, TrustedProxies};
 
@@ -142,6 +142,7 @@ pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
         max_card_bytes: limits.max_card_bytes.unwrap_or(defaults.max_card_bytes),
     };
     let journal = journal_config(&file, &at)?;
+    let cors = cors_config(&file.cors, &at)?;
     let auth = auth_config(&file.auth, &at)?;
     let rate_limit = match &file.rate_limit {
         None => None,
@@ -172,10 +173,52 @@ pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
         shutdown_grace: Duration::from_secs(file.shutdown_grace_secs.unwrap_or(10)),
         limits,
         journal,
-        cors_origins: file.cors.allow_origins,
+        cors,
         auth,
         rate_limit,
     })
+}
+
+/// `[cors]`: each origin checked where it stands.
+fn cors_config(
+    file: &Cors,
+    at: &impl Fn(Range<usize>, String) -> ConfigError,
+) -> Result<CorsConfig, ConfigError> {
+    let mut cors = CorsConfig::default();
+    for origin in &file.allow_origins {
+        let rule = OriginRule::parse(origin.get_ref()).map_err(|why| {
+            at(
+                origin.span(),
+                format!("cors.allow_origins: {:?}: {why}", origin.get_ref()),
+            )
+        })?;
+        cors.origins.push(rule);
+    }
+    if let Some(credentials) = &file.allow_credentials {
+        cors.allow_credentials = *credentials.get_ref();
+        cors.check()
+            .map_err(|why| at(credentials.span(), format!("cors.allow_credentials: {why}")))?;
+    }
+    if let Some(secs) = file.max_age_secs {
+        cors.max_age = Duration::from_secs(secs);
+    }
+    if let Some(names) = &file.expose_headers {
+        cors.expose_headers = names
+            .iter()
+            .map(|name| {
+                HeaderName::from_bytes(name.get_ref().as_bytes()).map_err(|_| {
+                    at(
+                        name.span(),
+                        format!(
+                            "cors.expose_headers: {:?} is no header name",
+                            name.get_ref()
+                        ),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+    }
+    Ok(cors)
 }
 
 /// `journal`, `detach_grace_secs` and the `[limits]` `journal_*` keys.
@@ -464,7 +507,10 @@ struct FileLimits {
 #[serde(deny_unknown_fields)]
 struct Cors {
     #[serde(default)]
-    allow_origins: Vec<String>,
+    allow_origins: Vec<Spanned<String>>,
+    allow_credentials: Option<Spanned<bool>>,
+    max_age_secs: Option<u64>,
+    expose_headers: Option<Vec<Spanned<String>>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -28,8 +28,11 @@
 //! journal_max_bytes = 67108864
 //! journal_ttl_secs = 300
 //!
-//! [cors]
-//! allow_origins = ["*"]
+//! [cors]                                      # browser access; off without origins
+//! allow_origins = ["https://app.example.com", "https://*.example.com", "http://localhost:*"]
+//! allow_credentials = false                   # cookies / HTTP auth from pages; never with "*"
+//! max_age_secs = 600                          # how long a browser may cache a preflight
+//! expose_headers = ["retry-after"]            # answer headers a page may read
 //!
 //! [auth]                                      # see README, Security
 //! api_keys_file = "/run/secrets/agui-gateway/api-keys"
@@ -58,6 +61,7 @@
 //! interrupts = false
 //! ```
 
+mod cors;
 mod file;
 
 use std::net::SocketAddr;
@@ -69,6 +73,7 @@ use url::{Origin, Url};
 
 use crate::forwarding::{ForwardPolicy, TrustedProxies};
 pub use crate::journal::{Backend, JournalConfig, JournalLimits};
+pub use cors::{CorsConfig, OriginRule};
 
 /// Each stream holds two sockets; the open-file limit is usually the bound.
 pub const DEFAULT_MAX_STREAMS: usize = 10_000;
@@ -266,7 +271,7 @@ pub struct Config {
     pub shutdown_grace: Duration,
     pub limits: Limits,
     pub journal: JournalConfig,
-    pub cors_origins: Vec<String>,
+    pub cors: CorsConfig,
     pub auth: AuthConfig,
     pub rate_limit: Option<RateLimit>,
 }
@@ -285,7 +290,7 @@ impl Config {
             shutdown_grace: Duration::from_secs(10),
             limits: Limits::default(),
             journal: JournalConfig::default(),
-            cors_origins: Vec::new(),
+            cors: CorsConfig::default(),
             auth: AuthConfig::default(),
             rate_limit: None,
         }

@@ -53,10 +53,31 @@ fn start(command: Command, marker: &str, what: &str) -> Process {
 
 /// `start`, with a longer wait for servers that start slowly.
 pub fn start_within(mut command: Command, marker: &str, what: &str, within: Duration) -> Process {
+    command.stderr(Stdio::inherit());
+    start_reporting(command, marker, what, within)
+}
+
+/// The gateway with its log (at `info`) written to `log` instead of the
+/// test's output, for tests that read what it logged.
+pub fn gateway_logged(args: &[&str], log: &std::path::Path) -> Process {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agui-gateway"));
+    let file = std::fs::File::create(log).expect("log file");
     command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .stdin(Stdio::null());
+        .args(args)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("AGUI_GATEWAY_LOG", "info")
+        .stderr(file);
+    start_reporting(
+        command,
+        "listening on ",
+        "the gateway",
+        Duration::from_secs(30),
+    )
+}
+
+/// Starts `command` (its stderr already set) and waits for its port.
+fn start_reporting(mut command: Command, marker: &str, what: &str, within: Duration) -> Process {
+    command.stdout(Stdio::piped()).stdin(Stdio::null());
     let mut child = command
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));

@@ -1,0 +1,65 @@
+//! Browser access (CORS): tower-http's layer with the gateway's origin
+//! rules (`config::CorsConfig`). Outside every other check, so a preflight
+//! is answered during a drain and without a credential, as browsers need;
+//! a refused origin gets no CORS header and a line in the log.
+
+use std::sync::Arc;
+
+use axum::http::{HeaderValue, request::Parts};
+use tower_http::cors::{AllowCredentials, AllowHeaders, AllowMethods, AllowOrigin, CorsLayer};
+
+use crate::config::CorsConfig;
+use crate::throttle::LogThrottle;
+
+/// The layer for `config`, or `None` when no origin is allowed.
+pub fn layer(config: &CorsConfig) -> Option<CorsLayer> {
+    if !config.is_on() {
+        return None;
+    }
+    let rules = Arc::new(config.clone());
+    let allow_origin = if config.allows_any() {
+        AllowOrigin::any()
+    } else {
+        let rules = rules.clone();
+        let refused = Arc::new(LogThrottle::new());
+        AllowOrigin::predicate(move |origin: &HeaderValue, parts: &Parts| {
+            let allowed = rules.allows(origin.as_bytes());
+            if !allowed && refused.due() {
+                let shown: String = String::from_utf8_lossy(origin.as_bytes())
+                    .chars()
+                    .take(200)
+                    .collect();
+                tracing::warn!(
+                    origin = ?shown,
+                    method = %parts.method,
+                    path = parts.uri.path(),
+                    "CORS: origin not allowed (it gets no CORS headers; see [cors] allow_origins)"
+                );
+            }
+            allowed
+        })
+    };
+    // Only to the origins allowed (tower-http's plain `true` goes on every
+    // answer), and never with `*`: `config::CorsConfig::check` refuses that
+    // when the configuration is read; should one get here, the narrower
+    // answer wins.
+    let credentials = if config.allow_credentials && !config.allows_any() {
+        AllowCredentials::predicate(move |origin: &HeaderValue, _: &Parts| {
+            rules.allows(origin.as_bytes())
+        })
+    } else {
+        AllowCredentials::default()
+    };
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow_origin)
+            // Echoed, not `*`: the Fetch standard does not let `*` cover
+            // `Authorization`, nor anything at all with credentials.
+            .allow_headers(AllowHeaders::mirror_request())
+            // Echoed too: the A2A REST binding has more than GET and POST.
+            .allow_methods(AllowMethods::mirror_request())
+            .expose_headers(config.expose_headers.clone())
+            .max_age(config.max_age)
+            .allow_credentials(credentials),
+    )
+}
