@@ -48,10 +48,14 @@ async fn admit(state: &AppState, request: &mut Request) -> Result<(), ApiError> 
     let probe = is_probe(state, request);
     let health = probe && request.uri().path() == "/healthz";
     if state.shutdown.draining.is_cancelled() && !probe {
+        // The connection goes too, so a kept-alive client's next request
+        // finds another replica.
         return Err(ApiError::unavailable(
             ErrorCode::GatewayDraining,
             "the gateway is shutting down",
-        ));
+        )
+        .with_header(header::CONNECTION, HeaderValue::from_static("close"))
+        .with_header(header::RETRY_AFTER, HeaderValue::from_static("1")));
     }
     if request.method() == Method::CONNECT || request.method() == Method::TRACE {
         return Err(ApiError::new(

@@ -269,6 +269,12 @@ fn serve_config(args: ServeArgs) -> anyhow::Result<Config> {
     let mut config = match (&args.config, &args.upstream) {
         (Some(path), _) => Config::load(&path.display().to_string())?,
         (None, Some(upstream)) => {
+            // `localhost:9999` parses as a URL of scheme "localhost".
+            if !matches!(upstream.scheme(), "http" | "https") || upstream.host_str().is_none() {
+                bail!(
+                    "--upstream {upstream}: an upstream is an http:// or https:// URL (e.g. http://localhost:9999/)"
+                );
+            }
             let name = args
                 .format
                 .clone()
@@ -474,12 +480,15 @@ async fn serve(config: Config, banner: Option<String>) -> anyhow::Result<()> {
         tokio::spawn(server::serve(admin, app, admin_limits, metrics, stop));
     }
     let app = routes::router(state.clone());
+    // The listener stays open through the drain: load balancers see
+    // `/readyz` turn 503 and new requests a 503 GATEWAY_DRAINING (with
+    // `Connection: close`) while open streams finish; it closes at `stop`.
     let server = server::serve(
         listener,
         app,
         limits,
         state.metrics.clone(),
-        shutdown.draining.clone(),
+        shutdown.stop.clone(),
     );
     let stop = shutdown.stop.clone();
     tokio::select! {

@@ -109,8 +109,23 @@ impl Metrics {
     }
 
     /// `journal`: the embedded journal's runs and bytes, when it is on.
-    pub fn render(&self, journal: Option<(usize, usize)>) -> String {
+    /// The exposition text; `agents_up` is each agent's card state (from
+    /// the background refresh: a scrape calls no upstream).
+    pub fn render(&self, journal: Option<(usize, usize)>, agents_up: &[(&str, bool)]) -> String {
         let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# HELP agui_gateway_agent_up Whether the agent's card was fetched at the last try (1) or not (0)."
+        );
+        let _ = writeln!(out, "# TYPE agui_gateway_agent_up gauge");
+        for (agent, up) in agents_up {
+            // Agent names are letters, digits, '.', '_' and '-': no escaping.
+            let _ = writeln!(
+                out,
+                "agui_gateway_agent_up{{agent=\"{agent}\"}} {}",
+                u8::from(*up)
+            );
+        }
         let _ = writeln!(
             out,
             "# HELP agui_gateway_active_streams AG-UI streams open now."

@@ -14,7 +14,7 @@ use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use futures::StreamExt;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::error::ApiError;
 use crate::forwarding::returned_headers;
@@ -84,40 +84,47 @@ async fn readyz(State(state): State<SharedState>) -> Result<Response, ApiError> 
             "draining",
         ));
     }
+    // Ready means this process takes requests. An agent that is down is
+    // reported (here, in `/v1/agents` and as `agui_gateway_agent_up`),
+    // but does not take the pod out: every replica shares the same
+    // agents, and taking them all out would refuse the agents that work.
     let mut agents = serde_json::Map::new();
-    let mut ready = true;
     for (name, agent) in &state.agents {
-        if matches!(agent.card_status(), CardStatus::Unknown) {
-            let _ = agent.current_card().await;
-        }
-        let status = match agent.card_status() {
-            CardStatus::Ready => json!({ "ready": true }),
-            CardStatus::Failing(reason) => {
-                ready = false;
-                json!({ "ready": false, "error": reason })
-            }
-            CardStatus::Unknown => {
-                ready = false;
-                json!({ "ready": false, "error": "the agent card has not been fetched yet" })
-            }
-        };
-        agents.insert(name.clone(), status);
+        agents.insert(name.clone(), agent_health(agent).await);
     }
-    let status = if ready {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    let body = axum::Json(json!({ "ready": ready, "agents": agents }));
-    Ok((status, body).into_response())
+    Ok(axum::Json(json!({ "ready": true, "agents": agents })).into_response())
+}
+
+/// An agent's health from its cached card state (fetched once if never).
+async fn agent_health(agent: &Agent) -> Value {
+    if matches!(agent.card_status(), CardStatus::Unknown) {
+        let _ = agent.current_card().await;
+    }
+    match agent.card_status() {
+        CardStatus::Ready => json!({ "ready": true }),
+        CardStatus::Failing(reason) => json!({ "ready": false, "error": reason }),
+        CardStatus::Unknown => {
+            json!({ "ready": false, "error": "the agent card has not been fetched yet" })
+        }
+    }
 }
 
 async fn metrics(State(state): State<SharedState>) -> Response {
+    let agents_up: Vec<(&str, bool)> = state
+        .agents
+        .iter()
+        .map(|(name, agent)| {
+            (
+                name.as_str(),
+                matches!(agent.card_status(), CardStatus::Ready),
+            )
+        })
+        .collect();
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         state
             .metrics
-            .render(state.journal.as_ref().map(|j| j.usage())),
+            .render(state.journal.as_ref().map(|j| j.usage()), &agents_up),
     )
         .into_response()
 }
@@ -131,17 +138,22 @@ async fn list_agents(State(state): State<SharedState>, request: Request) -> Resp
             continue;
         }
         let card = agent.current_card().await;
+        let health = agent_health(agent).await;
         let field = |key: &str| {
             card.as_ref()
                 .and_then(|c| c.card[key].as_str().map(str::to_owned))
         };
-        agents.push(json!({
+        let mut entry = json!({
             "name": name,
             "cardName": field("name"),
             "description": field("description"),
             "url": format!("{}/v1/agents/{name}/", public.trim_end_matches('/')),
             "default": state.config.default_agent.as_deref() == Some(name.as_str()),
-        }));
+        });
+        if let (Value::Object(entry), Value::Object(health)) = (&mut entry, health) {
+            entry.extend(health);
+        }
+        agents.push(entry);
     }
     axum::Json(json!({ "agents": agents })).into_response()
 }

@@ -114,32 +114,55 @@ pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
     };
     let defaults = Limits::default();
     let limits = &file.limits;
-    let secs = |value: Option<u64>, default: Duration| value.map_or(default, Duration::from_secs);
+    let count = |value: &Option<Spanned<usize>>, key: &str, default: usize| {
+        at_least_one(value, &format!("limits.{key}"), &at).map(|v| v.unwrap_or(default))
+    };
+    let secs = |value: &Option<Spanned<u64>>, key: &str, default: Duration| {
+        at_least_one(value, &format!("limits.{key}"), &at)
+            .map(|v| v.map_or(default, Duration::from_secs))
+    };
     let limits = Limits {
-        max_event_bytes: limits.max_event_bytes.unwrap_or(defaults.max_event_bytes),
-        max_request_bytes: limits
-            .max_request_bytes
-            .unwrap_or(defaults.max_request_bytes),
-        max_streams: limits.max_streams.unwrap_or(defaults.max_streams).max(1),
-        max_connections: limits
-            .max_connections
-            .unwrap_or(defaults.max_connections)
-            .max(1),
+        max_event_bytes: count(
+            &limits.max_event_bytes,
+            "max_event_bytes",
+            defaults.max_event_bytes,
+        )?,
+        max_request_bytes: count(
+            &limits.max_request_bytes,
+            "max_request_bytes",
+            defaults.max_request_bytes,
+        )?,
+        max_streams: count(&limits.max_streams, "max_streams", defaults.max_streams)?,
+        max_connections: count(
+            &limits.max_connections,
+            "max_connections",
+            defaults.max_connections,
+        )?,
         header_read_timeout: secs(
-            limits.header_read_timeout_secs,
+            &limits.header_read_timeout_secs,
+            "header_read_timeout_secs",
             defaults.header_read_timeout,
-        )
-        .max(Duration::from_secs(1)),
+        )?,
         request_body_timeout: secs(
-            limits.request_body_timeout_secs,
+            &limits.request_body_timeout_secs,
+            "request_body_timeout_secs",
             defaults.request_body_timeout,
-        )
-        .max(Duration::from_secs(1)),
-        write_timeout: secs(limits.write_timeout_secs, defaults.write_timeout)
-            .max(Duration::from_secs(1)),
-        card_timeout: secs(limits.card_timeout_secs, defaults.card_timeout)
-            .max(Duration::from_secs(1)),
-        max_card_bytes: limits.max_card_bytes.unwrap_or(defaults.max_card_bytes),
+        )?,
+        write_timeout: secs(
+            &limits.write_timeout_secs,
+            "write_timeout_secs",
+            defaults.write_timeout,
+        )?,
+        card_timeout: secs(
+            &limits.card_timeout_secs,
+            "card_timeout_secs",
+            defaults.card_timeout,
+        )?,
+        max_card_bytes: count(
+            &limits.max_card_bytes,
+            "max_card_bytes",
+            defaults.max_card_bytes,
+        )?,
     };
     let journal = journal_config(&file, &at)?;
     let cors = cors_config(&file.cors, &at)?;
@@ -169,7 +192,9 @@ pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
         agents,
         gateway_id,
         trusted_proxies,
-        keepalive: Duration::from_secs(file.keepalive_secs.unwrap_or(15).max(1)),
+        keepalive: Duration::from_secs(
+            at_least_one(&file.keepalive_secs, "keepalive_secs", &at)?.unwrap_or(15),
+        ),
         shutdown_grace: Duration::from_secs(file.shutdown_grace_secs.unwrap_or(10)),
         limits,
         journal,
@@ -177,6 +202,22 @@ pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
         auth,
         rate_limit,
     })
+}
+
+/// A count or a number of seconds where 0 would mean nothing works (no
+/// stream, no time to answer), not "off": an error with its line.
+fn at_least_one<T: Copy + PartialEq + From<u8>>(
+    value: &Option<Spanned<T>>,
+    key: &str,
+    at: &impl Fn(Range<usize>, String) -> ConfigError,
+) -> Result<Option<T>, ConfigError> {
+    match value {
+        Some(v) if *v.get_ref() == T::from(0) => {
+            Err(at(v.span(), format!("{key}: must be at least 1")))
+        }
+        Some(v) => Ok(Some(*v.get_ref())),
+        None => Ok(None),
+    }
 }
 
 /// `[cors]`: each origin checked where it stands.
@@ -384,14 +425,19 @@ fn agent_config(
             })
             .collect::<Result<_, _>>()?;
     }
-    if let Some(secs) = agent.connect_timeout_secs {
+    let key = |field: &str| format!("agents.{name}.{field}");
+    if let Some(secs) = at_least_one(
+        &agent.connect_timeout_secs,
+        &key("connect_timeout_secs"),
+        at,
+    )? {
         config.connect_timeout = Duration::from_secs(secs);
     }
-    if let Some(secs) = agent.idle_timeout_secs {
+    if let Some(secs) = at_least_one(&agent.idle_timeout_secs, &key("idle_timeout_secs"), at)? {
         config.idle_timeout = Duration::from_secs(secs);
     }
-    if let Some(secs) = agent.card_refresh_secs {
-        config.card_refresh = Duration::from_secs(secs.max(1));
+    if let Some(secs) = at_least_one(&agent.card_refresh_secs, &key("card_refresh_secs"), at)? {
+        config.card_refresh = Duration::from_secs(secs);
     }
     config.cancel_on_disconnect = agent.cancel_on_disconnect.unwrap_or(false);
     config.interrupts = agent.interrupts.unwrap_or(false);
@@ -470,7 +516,7 @@ struct FileConfig {
     default_agent: Option<Spanned<String>>,
     gateway_id: Option<Spanned<String>>,
     trusted_proxies: Option<Spanned<Vec<String>>>,
-    keepalive_secs: Option<u64>,
+    keepalive_secs: Option<Spanned<u64>>,
     shutdown_grace_secs: Option<u64>,
     journal: Option<Spanned<String>>,
     detach_grace_secs: Option<u64>,
@@ -488,15 +534,15 @@ struct FileConfig {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileLimits {
-    max_event_bytes: Option<usize>,
-    max_request_bytes: Option<usize>,
-    max_streams: Option<usize>,
-    max_connections: Option<usize>,
-    header_read_timeout_secs: Option<u64>,
-    request_body_timeout_secs: Option<u64>,
-    write_timeout_secs: Option<u64>,
-    card_timeout_secs: Option<u64>,
-    max_card_bytes: Option<usize>,
+    max_event_bytes: Option<Spanned<usize>>,
+    max_request_bytes: Option<Spanned<usize>>,
+    max_streams: Option<Spanned<usize>>,
+    max_connections: Option<Spanned<usize>>,
+    header_read_timeout_secs: Option<Spanned<u64>>,
+    request_body_timeout_secs: Option<Spanned<u64>>,
+    write_timeout_secs: Option<Spanned<u64>>,
+    card_timeout_secs: Option<Spanned<u64>>,
+    max_card_bytes: Option<Spanned<usize>>,
     journal_max_runs: Option<Spanned<usize>>,
     journal_max_run_bytes: Option<Spanned<usize>>,
     journal_max_bytes: Option<Spanned<usize>>,
@@ -553,9 +599,9 @@ struct FileAgent {
     forward_client_headers: Option<Spanned<Vec<String>>>,
     allowed_origins: Option<Spanned<Vec<String>>>,
     allow: Option<Spanned<Vec<String>>>,
-    connect_timeout_secs: Option<u64>,
-    idle_timeout_secs: Option<u64>,
-    card_refresh_secs: Option<u64>,
+    connect_timeout_secs: Option<Spanned<u64>>,
+    idle_timeout_secs: Option<Spanned<u64>>,
+    card_refresh_secs: Option<Spanned<u64>>,
     cancel_on_disconnect: Option<bool>,
     interrupts: Option<bool>,
 }

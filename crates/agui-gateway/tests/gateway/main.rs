@@ -831,16 +831,28 @@ async fn sigterm_drains_open_streams_then_ends_them_with_run_error() {
     let signalled = Instant::now();
     gw.terminate();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    // No new work while draining: refused or 503.
-    if let Ok(response) = client()
+    // The listener stays open through the drain: readiness says 503 and new
+    // work gets a 503 that closes its connection, so balancers move on.
+    let ready = client()
+        .get(format!("{}/readyz", gw.url()))
+        .send()
+        .await
+        .expect("the listener is open while draining");
+    assert_eq!(ready.status(), 503);
+    let ready: Value = ready.json().await.unwrap();
+    assert_eq!(ready["error"]["code"], "GATEWAY_DRAINING", "{ready}");
+    let refused = client()
         .post(&url)
         .header("X-Fake", "fixed")
         .body(SEED_BODY)
         .send()
         .await
-    {
-        assert_eq!(response.status(), 503);
-    }
+        .expect("the listener is open while draining");
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["connection"], "close");
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let refused: Value = refused.json().await.unwrap();
+    assert_eq!(refused["error"]["code"], "GATEWAY_DRAINING", "{refused}");
     let mut rest = String::from_utf8_lossy(&first).into_owned();
     while let Some(chunk) = body.next().await {
         rest.push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
@@ -908,15 +920,49 @@ async fn health_readiness_metrics_and_config_checks() {
         .unwrap()
         .local_addr()
         .unwrap();
+    assert!(
+        metrics.contains("agui_gateway_agent_up{agent=\"default\"} 1"),
+        "{metrics}"
+    );
+    // An agent that is down is reported, but the process stays ready: every
+    // replica fronts the same agents, and taking them all out would refuse
+    // the agents that work too.
     let gw = gateway_for(&format!("http://{closed}/"), &[]);
-    assert_eq!(
-        client()
-            .get(format!("{}/readyz", gw.url()))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        503
+    let ready = http_get(format!("{}/readyz", gw.url())).await;
+    assert_eq!(ready.status(), 200);
+    let ready: Value = ready.json().await.unwrap();
+    assert_eq!(ready["ready"], true, "{ready}");
+    assert_eq!(ready["agents"]["default"]["ready"], false, "{ready}");
+    let listed: Value = http_get(format!("{}/v1/agents", gw.url()))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["agents"][0]["ready"], false, "{listed}");
+    assert!(listed["agents"][0]["error"].is_string(), "{listed}");
+    assert!(
+        !listed.to_string().contains(&closed.to_string()),
+        "{listed}"
+    );
+    let metrics = http_get(format!("{}/metrics", gw.url()))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("agui_gateway_agent_up{agent=\"default\"} 0"),
+        "{metrics}"
+    );
+
+    // An upstream without a scheme is refused at start, not at the first call.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agui-gateway"))
+        .args(["--upstream", "localhost:9999"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("an http:// or https:// URL"),
+        "{output:?}"
     );
 
     let dir = std::env::temp_dir().join(format!("agui-gateway-test-{}", std::process::id()));
@@ -937,6 +983,34 @@ async fn health_readiness_metrics_and_config_checks() {
         String::from_utf8_lossy(&output.stderr).contains("bad.toml:3: agents.a.output"),
         "{output:?}"
     );
+    // Zero where zero means nothing works (not "off") is an error, with its line.
+    for (text, says) in [
+        (
+            "keepalive_secs = 0\n[agents.a]\nupstream = \"http://127.0.0.1:1/\"\n",
+            "zero.toml:1: keepalive_secs: must be at least 1",
+        ),
+        (
+            "[limits]\nmax_streams = 10\nwrite_timeout_secs = 0\n[agents.a]\nupstream = \"http://127.0.0.1:1/\"\n",
+            "zero.toml:3: limits.write_timeout_secs: must be at least 1",
+        ),
+        (
+            "[agents.a]\nupstream = \"http://127.0.0.1:1/\"\nidle_timeout_secs = 0\n",
+            "zero.toml:3: agents.a.idle_timeout_secs: must be at least 1",
+        ),
+    ] {
+        let zero = dir.join("zero.toml");
+        std::fs::write(&zero, text).unwrap();
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_agui-gateway"))
+            .arg("check-config")
+            .arg(&zero)
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{text}");
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains(says),
+            "{text}: {output:?}"
+        );
+    }
     let good = dir.join("good.toml");
     let good_config = format!(
         "listen = \"127.0.0.1:0\"\n[cors]\nallow_origins = [\"https://app.example.com\"]\n[agents.assistant]\nupstream = \"http://{addr}/\"\noutput = \"hector\"\n"
