@@ -25,12 +25,15 @@ pub fn layer(config: &CorsConfig) -> Option<CorsLayer> {
         AllowOrigin::predicate(move |origin: &HeaderValue, parts: &Parts| {
             let allowed = rules.allows(origin.as_bytes());
             if !allowed && refused.due() {
+                // Bounded and escaped: the header is the client's.
                 let shown: String = String::from_utf8_lossy(origin.as_bytes())
                     .chars()
                     .take(200)
-                    .collect();
+                    .collect::<String>()
+                    .escape_debug()
+                    .to_string();
                 tracing::warn!(
-                    origin = ?shown,
+                    origin = %shown,
                     method = %parts.method,
                     path = parts.uri.path(),
                     "CORS: origin not allowed (it gets no CORS headers; see [cors] allow_origins)"

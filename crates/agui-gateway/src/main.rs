@@ -1,7 +1,7 @@
 //! `agui-gateway`: the binary edge. Parses the command line and hands off.
 #![forbid(unsafe_code)]
 
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -85,6 +85,22 @@ struct ServeArgs {
     workers: Option<usize>,
     #[command(flatten)]
     edge: EdgeArgs,
+    #[command(flatten)]
+    log: LogArgs,
+}
+
+/// How the log is written (standard error).
+#[derive(Debug, Clone, Copy, Args)]
+struct LogArgs {
+    /// `text` (colours only on a terminal) or `json` (one object per line); the level is AGUI_GATEWAY_LOG.
+    #[arg(long, env = "AGUI_GATEWAY_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 /// The edge: limits, trusted proxies, authentication (README, Security).
@@ -189,6 +205,8 @@ enum Command {
         delay_ms: u64,
         #[command(flatten)]
         cors: CorsArgs,
+        #[command(flatten)]
+        log: LogArgs,
     },
     /// Convert a recorded upstream A2A body (SSE capture, JSON Lines or one
     /// JSON document) into the AG-UI SSE body the gateway would send.
@@ -236,9 +254,14 @@ fn main() -> anyhow::Result<()> {
             listen,
             delay_ms,
             cors,
-        }) => runtime(None)?.block_on(demo(listen, delay_ms, cors)),
+            log,
+        }) => {
+            init_logging(log.log_format);
+            runtime(None)?.block_on(demo(listen, delay_ms, cors))
+        }
         None => {
             let workers = cli.serve.workers;
+            init_logging(cli.serve.log.log_format);
             let config = serve_config(cli.serve)?;
             runtime(workers)?.block_on(serve(config, None))
         }
@@ -256,13 +279,25 @@ fn runtime(workers: Option<usize>) -> anyhow::Result<tokio::runtime::Runtime> {
         .context("gateway could not start its runtime")
 }
 
-fn init_logging() {
+fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("AGUI_GATEWAY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        // Log shippers read one JSON object per line: the event's fields
+        // at the top level, no colour codes.
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .try_init(),
+        // Colour codes only for a person at a terminal, never in a file.
+        LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
+    };
 }
 
 fn serve_config(args: ServeArgs) -> anyhow::Result<Config> {
@@ -403,7 +438,6 @@ fn apply_edge(config: &mut Config, edge: EdgeArgs) -> anyhow::Result<()> {
 /// Serves until SIGTERM or Ctrl-C: then stops accepting, lets open streams
 /// run for the grace period, ends the rest with RUN_ERROR and exits.
 async fn serve(config: Config, banner: Option<String>) -> anyhow::Result<()> {
-    init_logging();
     let shutdown = Shutdown::default();
     let grace = config.shutdown_grace;
     let listen = config.listen;

@@ -14,6 +14,7 @@ mod framing;
 mod ids;
 mod input;
 mod limits;
+mod logs;
 mod matrix;
 mod readme;
 mod replicas;
