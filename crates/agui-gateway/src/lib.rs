@@ -3,6 +3,7 @@
 //! HTTP surface are the product.
 #![forbid(unsafe_code)]
 
+pub mod access;
 pub mod agui;
 pub mod auth;
 pub mod card;

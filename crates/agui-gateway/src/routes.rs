@@ -16,6 +16,7 @@ use axum::routing::{any, get, post};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+use crate::access::{AccessNote, Mode};
 use crate::error::ApiError;
 use crate::forwarding::returned_headers;
 use crate::journal::{Caller, Owner, RunBy, RunIdentity};
@@ -25,7 +26,7 @@ use crate::random::random_u64;
 use crate::relay::{self, Conversion};
 use crate::state::{AppState, SharedState};
 use crate::upstream::{Agent, CardStatus, UpstreamError};
-use crate::{agui, card, cors, edge, resume};
+use crate::{access, agui, card, cors, edge, resume};
 
 pub fn router(state: SharedState) -> Router {
     let mut router = Router::new().route("/healthz", get(healthz));
@@ -58,7 +59,10 @@ pub fn router(state: SharedState) -> Router {
         Some(cors) => router.layer(cors),
         None => router,
     };
-    router.with_state(state)
+    // Outside everything: preflights, refusals and errors get their line.
+    router
+        .layer(axum::middleware::from_fn(access::layer))
+        .with_state(state)
 }
 
 /// The admin listener's routes: probes and metrics, for the cluster only.
@@ -180,10 +184,11 @@ async fn agui_run(
     let body = read_body(&state, body).await?;
     let scope = edge::scope(&parts.extensions);
     let run_by = run_by(&agent, &scope, &parts, &body);
+    let access = AccessNote::noted(&parts.extensions, agent.name(), Mode::Agui);
     if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
         return Ok(resumed);
     }
-    agui::run(state, agent, forwarded, scope, run_by, body).await
+    agui::run(state, agent, forwarded, scope, run_by, body, access).await
 }
 
 /// Who sent which request: a reconnect must be the same.
@@ -198,11 +203,13 @@ fn run_by(agent: &Agent, scope: &str, parts: &axum::http::request::Parts, body: 
 
 async fn connect(State(state): State<SharedState>, request: Request) -> Result<Response, ApiError> {
     let (agent, parts, caller, body) = run_request(&state, request, "agui/connect").await?;
+    AccessNote::noted(&parts.extensions, agent.name(), Mode::Connect);
     resume::connect(&state, &agent, &caller, &parts.headers, &body).await
 }
 
 async fn stop(State(state): State<SharedState>, request: Request) -> Result<Response, ApiError> {
     let (agent, parts, caller, body) = run_request(&state, request, "agui/stop").await?;
+    AccessNote::noted(&parts.extensions, agent.name(), Mode::Stop);
     let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get());
     resume::stop(&state, &agent, &caller, &forwarded, &body).await
 }
@@ -300,6 +307,7 @@ async fn proxy(
     let body = read_body(&state, body).await?;
     if parts.method == Method::GET && card::is_card_path(&path) {
         state.metrics.count_request("card");
+        AccessNote::noted(&parts.extensions, agent.name(), Mode::Card);
         return card::serve(
             &state.config,
             &agent,
@@ -312,19 +320,22 @@ async fn proxy(
     }
     if !wants_agui(&parts.headers, query) {
         state.metrics.count_request("passthrough");
+        AccessNote::noted(&parts.extensions, agent.name(), Mode::Passthrough);
         return passthrough(&state, &agent, parts.method.clone(), url, &forwarded, body).await;
     }
     let scope = edge::scope(&parts.extensions);
     let run_by = run_by(&agent, &scope, &parts, &body);
     let seed = match negotiate(&parts.method, &path, &body)? {
         Negotiated::RunAgentInput => {
+            let access = AccessNote::noted(&parts.extensions, agent.name(), Mode::Agui);
             if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
                 return Ok(resumed);
             }
-            return agui::run(state, agent, forwarded, scope, run_by, body).await;
+            return agui::run(state, agent, forwarded, scope, run_by, body, access).await;
         }
         Negotiated::NotConvertible => {
             state.metrics.count_request("passthrough");
+            AccessNote::noted(&parts.extensions, agent.name(), Mode::Passthrough);
             return passthrough(&state, &agent, parts.method.clone(), url, &forwarded, body).await;
         }
         Negotiated::Forward => None,
@@ -342,6 +353,7 @@ async fn proxy(
         format: output_format(query, agent.config.format),
         on_end: None,
         on_delivered: None,
+        access: AccessNote::noted(&parts.extensions, agent.name(), Mode::Converted),
     };
     let request = async {
         match seed {

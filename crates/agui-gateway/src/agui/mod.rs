@@ -28,6 +28,7 @@ use axum::body::Bytes;
 use axum::response::Response;
 
 use self::input::{RunRequest, Upstream};
+use crate::access::AccessNote;
 use crate::error::ApiError;
 use crate::journal::{RunBy, RunIdentity, ThreadRef};
 use crate::outbound::{self, Forwarded};
@@ -50,6 +51,7 @@ pub async fn run(
     scope: String,
     run_by: RunBy,
     body: Bytes,
+    access: Option<AccessNote>,
 ) -> Result<Response, ApiError> {
     state.metrics.count_request("agui");
     let input = input::parse(&body)?;
@@ -98,6 +100,7 @@ pub async fn run(
         // This endpoint has no query to choose from: the agent's format.
         format: agent.config.format,
         on_end: Some(Box::new(on_end)),
+        access,
         on_delivered: Some(Box::new(on_delivered)),
     };
     let rpc_id = format!("agui-{run_id}-{:x}", random_u64());

@@ -81,6 +81,7 @@ impl RelayState {
                 if let Err(err) = self.stream.feed_json(&snapshot, now_ms(), &mut out) {
                     tracing::error!("gateway failed to encode an event: {err}");
                 }
+                self.note_events();
                 shown.push(self.took(&out));
                 keep_scratch(out);
                 if self.stream.is_finished() {

@@ -35,6 +35,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use self::detach::Attached;
 use self::heal::Healed;
 use self::shared::SharedRun;
+use crate::access::AccessNote;
 use crate::error::ApiError;
 use crate::journal::redis::RunSpec;
 use crate::journal::{InputOp, RunIdentity, RunLog};
@@ -56,6 +57,8 @@ pub struct Conversion {
     /// Called once the agent took the call's input: it named a task or a
     /// context (an error answer names neither).
     pub on_delivered: Option<Box<dyn FnOnce() + Send>>,
+    /// The request's access-log notes (events, the `RUN_ERROR` code).
+    pub access: Option<AccessNote>,
 }
 
 /// Opens a converted stream: takes a place under `max_streams`, then builds
@@ -317,9 +320,9 @@ impl RelayState {
         }
     }
 
-    /// Notes what the last step produced, then makes it a piece.
+    /// Makes a step's output a piece (its events were noted after each
+    /// converter call: `note_events`).
     fn took(&mut self, out: &[u8]) -> Bytes {
-        self.note_events();
         if out.is_empty() {
             return Bytes::new();
         }
@@ -327,7 +330,10 @@ impl RelayState {
         Bytes::copy_from_slice(out)
     }
 
-    /// Notes the task, the delivery and a terminal event of the last step.
+    /// Notes the task, the delivery, the events and a terminal event of the
+    /// last converter call. Once per call: the converter's `last_events` are
+    /// those of its last call only, so a second note would count them twice
+    /// and a missing one would lose them.
     fn note_events(&mut self) {
         if !self.task_noted
             && let Some(task) = self.stream.converter().task_id()
@@ -349,14 +355,20 @@ impl RelayState {
                 on_delivered();
             }
         }
+        let access = self.run.conversion.access.as_ref();
+        if let Some(note) = access {
+            note.add_events(self.stream.last_events().len());
+        }
         for event in self.stream.last_events() {
             self.run.metrics.count_event(event);
             if event.is_terminal() {
                 self.finished = true;
                 if let Event::RunError { code, .. } = event {
-                    self.run
-                        .metrics
-                        .count_error(code.as_deref().unwrap_or("unknown"));
+                    let code = code.as_deref().unwrap_or("unknown");
+                    self.run.metrics.count_error(code);
+                    if let Some(note) = access {
+                        note.run_error(code);
+                    }
                 }
                 if let Some(on_end) = self.run.conversion.on_end.take() {
                     on_end(event, self.stream.converter().task_id());
@@ -370,6 +382,7 @@ impl RelayState {
         if let Err(err) = self.stream.finish(end, now_ms(), &mut out) {
             tracing::error!("gateway failed to encode an event: {err}");
         }
+        self.note_events();
         self.source = Source::Done;
         let piece = self.took(&out);
         keep_scratch(out);
@@ -525,10 +538,12 @@ impl RelayState {
             if let Err(err) = self.stream.feed_json(&body, now_ms(), &mut out) {
                 tracing::error!("gateway failed to encode an event: {err}");
             }
+            self.note_events();
         }
         if let Err(err) = self.stream.finish(StreamEnd::Eof, now_ms(), &mut out) {
             tracing::error!("gateway failed to encode an event: {err}");
         }
+        self.note_events();
         self.source = Source::Done;
         let piece = self.took(&out);
         keep_scratch(out);

@@ -137,6 +137,7 @@ async fn rebuild(
             format,
             on_end: None,
             on_delivered: None,
+            access: None,
         },
         keepalive: state.config.keepalive,
         max_event_bytes,
