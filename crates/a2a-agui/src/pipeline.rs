@@ -19,7 +19,21 @@ pub struct StreamConverter<I = SequentialIds> {
     encoder: Encoder,
     events: Vec<Event>,
     ids: Option<EventIds>,
+    /// With `with_tap`: the upstream events of the last call, each with
+    /// the index of the first AG-UI event it produced.
+    taps: Option<Vec<Tap>>,
 }
+
+/// One upstream event shown beside what it became (the inspector).
+#[derive(Debug)]
+struct Tap {
+    /// Index into `events` of the first event this input produced.
+    at: usize,
+    data: Vec<u8>,
+}
+
+/// The SSE event name of a tapped upstream event.
+pub const TAP_EVENT: &str = "a2a";
 
 /// SSE `id:` lines for every frame: `<run key>.<n>`, `n` counting from 1.
 /// A client that lost the stream names the last id it got.
@@ -52,7 +66,16 @@ impl<I: IdSource> StreamConverter<I> {
             encoder: Encoder::new(format),
             events: Vec::new(),
             ids: None,
+            taps: None,
         }
+    }
+
+    /// Every upstream event is written too, as an `event: a2a` frame (no
+    /// id) before the AG-UI frames it produced: the inspector shows both
+    /// sides of a run. Clients that dispatch by event type ignore it.
+    pub fn with_tap(mut self) -> Self {
+        self.taps = Some(Vec::new());
+        self
     }
 
     /// Every frame written from now on carries `id: <run_key>.<n>`. The
@@ -112,9 +135,11 @@ impl<I: IdSource> StreamConverter<I> {
         self.events.clear();
         let converter = &mut self.converter;
         let events = &mut self.events;
-        let parsed = self
-            .parser
-            .feed(chunk, |e| converter.push_sse(e.name, e.data, events));
+        let taps = &mut self.taps;
+        let parsed = self.parser.feed(chunk, |e| {
+            tap(taps, events.len(), e.data);
+            converter.push_sse(e.name, e.data, events);
+        });
         self.fail_on_oversized(parsed);
         self.encode(now_ms, out)
     }
@@ -130,7 +155,13 @@ impl<I: IdSource> StreamConverter<I> {
         self.events.clear();
         for document in serde_json::Deserializer::from_slice(body).into_iter::<Value>() {
             match document {
-                Ok(value) => self.converter.push_value(&value, &mut self.events),
+                Ok(value) => {
+                    if self.taps.is_some() {
+                        let data = serde_json::to_vec(&value).unwrap_or_default();
+                        tap(&mut self.taps, self.events.len(), &data);
+                    }
+                    self.converter.push_value(&value, &mut self.events);
+                }
                 Err(err) => {
                     self.converter.finish(
                         StreamEnd::Failed {
@@ -158,9 +189,11 @@ impl<I: IdSource> StreamConverter<I> {
         if end == StreamEnd::Eof {
             let converter = &mut self.converter;
             let events = &mut self.events;
-            let parsed = self
-                .parser
-                .finish(|e| converter.push_sse(e.name, e.data, events));
+            let taps = &mut self.taps;
+            let parsed = self.parser.finish(|e| {
+                tap(taps, events.len(), e.data);
+                converter.push_sse(e.name, e.data, events);
+            });
             self.fail_on_oversized(parsed);
         }
         self.converter.finish(end, &mut self.events);
@@ -179,13 +212,16 @@ impl<I: IdSource> StreamConverter<I> {
     }
 
     fn encode(&mut self, now_ms: Option<u64>, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-        let Some(ids) = &mut self.ids else {
-            for event in &self.events {
-                self.encoder.encode(event, now_ms, out)?;
+        let taps = self.taps.as_mut().map(std::mem::take).unwrap_or_default();
+        let mut pending = taps.iter().peekable();
+        for (index, event) in self.events.iter().enumerate() {
+            while let Some(tapped) = pending.next_if(|t| t.at <= index) {
+                write_tap(&tapped.data, out);
             }
-            return Ok(());
-        };
-        for event in &self.events {
+            let Some(ids) = &mut self.ids else {
+                self.encoder.encode(event, now_ms, out)?;
+                continue;
+            };
             if matches!(self.encoder, Encoder::Agui) {
                 // One frame per event: its id first, no copy.
                 ids.write_id(out);
@@ -204,8 +240,41 @@ impl<I: IdSource> StreamConverter<I> {
             }
             ids.scratch = scratch;
         }
+        // Upstream events that produced nothing are shown too.
+        for tapped in pending {
+            write_tap(&tapped.data, out);
+        }
+        if let Some(kept) = &mut self.taps {
+            // The allocation is reused by the next call.
+            *kept = taps;
+            kept.clear();
+        }
         Ok(())
     }
+}
+
+/// Keeps an upstream event for the tap, when it is on.
+fn tap(taps: &mut Option<Vec<Tap>>, at: usize, data: &[u8]) {
+    if let Some(taps) = taps {
+        taps.push(Tap {
+            at,
+            data: data.to_vec(),
+        });
+    }
+}
+
+/// `event: a2a` and the upstream data, one `data:` line per line (the
+/// parser split lines at CR, LF or CRLF and joined them with LF).
+fn write_tap(data: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(b"event: ");
+    out.extend_from_slice(TAP_EVENT.as_bytes());
+    out.push(b'\n');
+    for line in data.split(|b| *b == b'\n') {
+        out.extend_from_slice(b"data: ");
+        out.extend_from_slice(line);
+        out.push(b'\n');
+    }
+    out.push(b'\n');
 }
 
 /// Converts a recorded upstream body (an SSE capture, JSON Lines, or one
@@ -306,5 +375,72 @@ mod tests {
         let out =
             convert_recording(BODY.as_bytes(), Options::default(), OutputFormat::Agui).unwrap();
         assert!(!String::from_utf8(out).unwrap().contains("id:"));
+    }
+
+    /// The inspector's tap: each upstream event, as sent, right before
+    /// the AG-UI frames it produced; one that produced nothing still shows;
+    /// the AG-UI frames are exactly those of an untapped run.
+    #[test]
+    fn a_tapped_stream_shows_each_upstream_event_before_what_it_became() {
+        let split = |tapped: bool| {
+            let mut stream = StreamConverter::new(
+                Options::default(),
+                SequentialIds::default(),
+                OutputFormat::Agui,
+                DEFAULT_MAX_EVENT_BYTES,
+            )
+            .with_event_ids("k7");
+            if tapped {
+                stream = stream.with_tap();
+            }
+            let mut out = Vec::new();
+            // The first event cut in two, then a comment and a multi-line
+            // event that produces nothing, then the rest.
+            let first = BODY.find("\n\n").unwrap() + 2;
+            let (head, tail) = BODY.split_at(first);
+            stream
+                .feed_sse(&head.as_bytes()[..40], Some(1), &mut out)
+                .unwrap();
+            stream
+                .feed_sse(&head.as_bytes()[40..], Some(1), &mut out)
+                .unwrap();
+            stream
+                .feed_sse(b": ping\n\ndata: {\"x\":\ndata: 1}\n\n", Some(1), &mut out)
+                .unwrap();
+            stream.feed_sse(tail.as_bytes(), Some(1), &mut out).unwrap();
+            stream.finish(StreamEnd::Eof, Some(2), &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let plain = split(false);
+        let tapped = split(true);
+        let frames: Vec<&str> = tapped.split_terminator("\n\n").collect();
+        let upstream: Vec<&str> = frames
+            .iter()
+            .copied()
+            .filter(|f| f.starts_with("event: a2a\n"))
+            .collect();
+        assert_eq!(upstream.len(), 4, "{tapped}");
+        assert!(upstream[0].contains("\"kind\":\"task\""), "{tapped}");
+        assert_eq!(upstream[1], "event: a2a\ndata: {\"x\":\ndata: 1}");
+        assert!(upstream.iter().all(|f| !f.contains("id:")));
+        // The task's frame comes first, then RUN_STARTED it produced.
+        assert!(frames[0].starts_with("event: a2a\n"), "{tapped}");
+        assert!(frames[1].contains("RUN_STARTED"), "{tapped}");
+        let rest: Vec<&str> = frames
+            .iter()
+            .copied()
+            .filter(|f| !f.starts_with("event: a2a\n"))
+            .collect();
+        let plain: Vec<&str> = plain.split_terminator("\n\n").collect();
+        assert_eq!(rest, plain);
+        // The artifact's frame stands before its text.
+        let artifact = frames
+            .iter()
+            .position(|f| f.contains("artifact-update"))
+            .unwrap();
+        assert!(
+            frames[artifact + 1].contains("TEXT_MESSAGE_START"),
+            "{tapped}"
+        );
     }
 }

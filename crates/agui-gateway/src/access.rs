@@ -31,6 +31,8 @@ pub enum Mode {
     Stop,
     /// The agent's card, as the gateway serves it.
     Card,
+    /// An inspector run: AG-UI with the upstream events tapped in.
+    Inspect,
 }
 
 impl Mode {
@@ -42,6 +44,7 @@ impl Mode {
             Mode::Connect => "connect",
             Mode::Stop => "stop",
             Mode::Card => "card",
+            Mode::Inspect => "inspect",
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod demo;
 pub mod edge;
 pub mod error;
 pub mod forwarding;
+pub mod inspect;
 pub mod journal;
 pub mod lean;
 pub mod metrics;

@@ -80,6 +80,9 @@ struct ServeArgs {
     /// Seconds a run goes on after its client went away, for a reconnect [default: 60].
     #[arg(long, env = "AGUI_GATEWAY_DETACH_GRACE_SECS")]
     detach_grace_secs: Option<u64>,
+    /// Serve the inspector page at /inspect (a run's A2A and AG-UI events side by side).
+    #[arg(long, env = "AGUI_GATEWAY_INSPECTOR")]
+    inspector: bool,
     /// Runtime worker threads (default: one per core).
     #[arg(long, env = "AGUI_GATEWAY_WORKERS")]
     workers: Option<usize>,
@@ -354,6 +357,9 @@ fn serve_config(args: ServeArgs) -> anyhow::Result<Config> {
     if args.public_url.is_some() {
         config.public_url = args.public_url;
     }
+    if args.inspector {
+        config.inspector = true;
+    }
     if let Some(name) = &args.journal {
         config.journal.backend = agui_gateway::config::Backend::parse(name)
             .map_err(|why| anyhow::anyhow!("--journal: {why}"))?;
@@ -615,6 +621,7 @@ async fn demo(listen: SocketAddr, delay_ms: u64, cors: CorsArgs) -> anyhow::Resu
     let upstream = Url::parse(&format!("http://{agent_addr}/")).context("demo agent address")?;
     let agent = AgentConfig::new("assistant", upstream);
     let mut config = Config::single(listen, agent);
+    config.inspector = true;
     let pages = describe_origins(&config_cors);
     config.cors = config_cors;
     let base = format!("http://{listen}");
@@ -625,6 +632,7 @@ async fn demo(listen: SocketAddr, delay_ms: u64, cors: CorsArgs) -> anyhow::Resu
          curl -N -X POST '{base}/v1/agents/assistant/stream?format=hector' -d '{{\"request\": {{\"role\": \"user\", \"parts\": [{{\"text\": \"Hello\"}}]}}}}'\n  \
          curl -N -X POST {base}/agui -H 'Content-Type: application/json' -d '{{\"threadId\": \"t1\", \"runId\": \"r1\", \"messages\": [{{\"id\": \"u1\", \"role\": \"user\", \"content\": \"Weather in Tokyo?\"}}]}}'\n  \
          curl -s {base}/.well-known/agent-card.json\n\
+         the inspector: {base}/inspect\n\
          browser pages may call it from: {pages} (--cors-origin to change)\n\
          stop with Ctrl-C"
     );

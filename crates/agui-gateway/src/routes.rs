@@ -26,7 +26,7 @@ use crate::random::random_u64;
 use crate::relay::{self, Conversion};
 use crate::state::{AppState, SharedState};
 use crate::upstream::{Agent, CardStatus, UpstreamError};
-use crate::{access, agui, card, cors, edge, resume};
+use crate::{access, agui, card, cors, edge, inspect, resume};
 
 pub fn router(state: SharedState) -> Router {
     let mut router = Router::new().route("/healthz", get(healthz));
@@ -46,13 +46,26 @@ pub fn router(state: SharedState) -> Router {
         .route("/v1/agents/{name}", any(proxy_named))
         .route("/v1/agents/{name}/", any(proxy_named))
         .route("/v1/agents/{name}/{*rest}", any(proxy_named))
-        .fallback(proxy_default)
+        .fallback(proxy_default);
+    let router = if state.config.inspector {
+        router.route("/inspect/agents/{name}/run", post(inspect_run))
+    } else {
+        router
+    };
+    let router = router
         // The gateway enforces `max_request_bytes` itself, with a JSON error.
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             edge::gate,
         ));
+    // The inspector's page and scripts hold nothing secret: a browser
+    // loads them without credentials, then calls the API with its own.
+    let router = if state.config.inspector {
+        inspect::page_routes(router)
+    } else {
+        router
+    };
     // Outermost: a preflight is answered before draining, credentials and
     // rates are looked at.
     let router = match cors::layer(&state.config.cors) {
@@ -178,17 +191,51 @@ async fn agui_run(
     request: Request,
 ) -> Result<Response, ApiError> {
     let agent = agui_agent(&state, &request, "agui")?;
+    run_agui(state, agent, request, Mode::Agui).await
+}
+
+/// The inspector's run: an AG-UI run of the named agent whose stream
+/// carries the upstream events too.
+async fn inspect_run(
+    State(state): State<SharedState>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let below = request.uri().path().strip_prefix("/inspect/agents/");
+    let name = below
+        .and_then(|rest| rest.strip_suffix("/run"))
+        .unwrap_or_default();
+    let (name, _) = split_agent_path(&format!("/v1/agents/{name}"));
+    let agent = state.named(&name)?;
+    run_agui(state, agent, request, Mode::Inspect).await
+}
+
+/// An AG-UI run of `agent` (the inspector's too: `Mode::Inspect` taps the
+/// upstream events into the stream).
+async fn run_agui(
+    state: SharedState,
+    agent: Arc<Agent>,
+    request: Request,
+    mode: Mode,
+) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
     edge::allowed(&state, &parts.extensions, &agent)?;
     let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get());
     let body = read_body(&state, body).await?;
     let scope = edge::scope(&parts.extensions);
     let run_by = run_by(&agent, &scope, &parts, &body);
-    let access = AccessNote::noted(&parts.extensions, agent.name(), Mode::Agui);
+    let access = AccessNote::noted(&parts.extensions, agent.name(), mode);
     if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
         return Ok(resumed);
     }
-    agui::run(state, agent, forwarded, scope, run_by, body, access).await
+    let call = agui::Call {
+        headers: forwarded,
+        scope,
+        run_by,
+        body,
+        access,
+        tap: mode == Mode::Inspect,
+    };
+    agui::run(state, agent, call).await
 }
 
 /// Who sent which request: a reconnect must be the same.
@@ -331,7 +378,15 @@ async fn proxy(
             if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
                 return Ok(resumed);
             }
-            return agui::run(state, agent, forwarded, scope, run_by, body, access).await;
+            let call = agui::Call {
+                headers: forwarded,
+                scope,
+                run_by,
+                body,
+                access,
+                tap: false,
+            };
+            return agui::run(state, agent, call).await;
         }
         Negotiated::NotConvertible => {
             state.metrics.count_request("passthrough");
@@ -354,6 +409,7 @@ async fn proxy(
         on_end: None,
         on_delivered: None,
         access: AccessNote::noted(&parts.extensions, agent.name(), Mode::Converted),
+        tap: false,
     };
     let request = async {
         match seed {

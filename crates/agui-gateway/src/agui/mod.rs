@@ -43,16 +43,29 @@ pub fn read_run_input(body: &[u8]) -> Result<RunRequest, ApiError> {
     input::parse(body)?.plan(&Default::default())
 }
 
-/// Runs one `RunAgentInput`; `scope` is the caller (`edge::scope`).
-pub async fn run(
-    state: SharedState,
-    agent: Arc<Agent>,
-    headers: Forwarded,
-    scope: String,
-    run_by: RunBy,
-    body: Bytes,
-    access: Option<AccessNote>,
-) -> Result<Response, ApiError> {
+/// One `RunAgentInput` call as the route received it.
+pub struct Call {
+    /// The client's headers as the agent's policy forwards them.
+    pub headers: Forwarded,
+    /// The caller (`edge::scope`).
+    pub scope: String,
+    pub run_by: RunBy,
+    pub body: Bytes,
+    pub access: Option<AccessNote>,
+    /// The inspector's run: the upstream events are written too.
+    pub tap: bool,
+}
+
+/// Runs one `RunAgentInput`.
+pub async fn run(state: SharedState, agent: Arc<Agent>, call: Call) -> Result<Response, ApiError> {
+    let Call {
+        headers,
+        scope,
+        run_by,
+        body,
+        access,
+        tap,
+    } = call;
     state.metrics.count_request("agui");
     let input = input::parse(&body)?;
     // The memory is per agent and per caller: a thread id known to
@@ -97,11 +110,17 @@ pub async fn run(
             client_tools,
             state: shared_state,
         },
-        // This endpoint has no query to choose from: the agent's format.
-        format: agent.config.format,
+        // This endpoint has no query to choose from: the agent's format
+        // (the inspector reads AG-UI).
+        format: if tap {
+            a2a_agui::OutputFormat::Agui
+        } else {
+            agent.config.format
+        },
         on_end: Some(Box::new(on_end)),
         access,
         on_delivered: Some(Box::new(on_delivered)),
+        tap,
     };
     let rpc_id = format!("agui-{run_id}-{:x}", random_u64());
     // The run is the answer to the send, or, when the client only

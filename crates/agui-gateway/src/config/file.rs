@@ -201,6 +201,7 @@ pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
         cors,
         auth,
         rate_limit,
+        inspector: file.inspector.unwrap_or(false),
     })
 }
 
@@ -520,6 +521,7 @@ struct FileConfig {
     shutdown_grace_secs: Option<u64>,
     journal: Option<Spanned<String>>,
     detach_grace_secs: Option<u64>,
+    inspector: Option<bool>,
     #[serde(default)]
     limits: FileLimits,
     #[serde(default)]

@@ -274,6 +274,8 @@ pub struct Config {
     pub cors: CorsConfig,
     pub auth: AuthConfig,
     pub rate_limit: Option<RateLimit>,
+    /// Serve the inspector (`/inspect`).
+    pub inspector: bool,
 }
 
 impl Config {
@@ -293,6 +295,7 @@ impl Config {
             cors: CorsConfig::default(),
             auth: AuthConfig::default(),
             rate_limit: None,
+            inspector: false,
         }
     }
 

@@ -59,6 +59,8 @@ pub struct Conversion {
     pub on_delivered: Option<Box<dyn FnOnce() + Send>>,
     /// The request's access-log notes (events, the `RUN_ERROR` code).
     pub access: Option<AccessNote>,
+    /// Write each upstream event too (`event: a2a`), for the inspector.
+    pub tap: bool,
 }
 
 /// Opens a converted stream: takes a place under `max_streams`, then builds
@@ -113,7 +115,7 @@ pub async fn open(
         detach_grace: state.config.journal.detach_grace,
         permit,
     };
-    let stream = StreamConverter::new(
+    let mut stream = StreamConverter::new(
         run.conversion.options.clone(),
         SequentialIds::tagged(tag),
         run.conversion.format,
@@ -121,6 +123,9 @@ pub async fn open(
     )
     // Every frame names the run and its place in it (SSE `id:`).
     .with_event_ids(key);
+    if run.conversion.tap {
+        stream = stream.with_tap();
+    }
     let state = RelayState::new(run, stream, Source::Done, shared);
     Ok(relay(state, upstream, started))
 }

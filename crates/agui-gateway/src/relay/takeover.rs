@@ -138,6 +138,9 @@ async fn rebuild(
             on_end: None,
             on_delivered: None,
             access: None,
+            // An inspector run taken over goes on without its tap: the
+            // page reads AG-UI events alone after a reconnect.
+            tap: false,
         },
         keepalive: state.config.keepalive,
         max_event_bytes,
