@@ -68,7 +68,9 @@ async fn admit(state: &AppState, request: &mut Request) -> Result<(), ApiError> 
         ));
     }
     if has_looped(request.headers(), &state.config.gateway_id) {
-        state.metrics.count_error(ErrorCode::GatewayLoop.as_str());
+        state
+            .metrics
+            .count_error(crate::metrics::NO_AGENT, ErrorCode::GatewayLoop.as_str());
         return Err(ApiError::new(
             StatusCode::LOOP_DETECTED,
             ErrorCode::GatewayLoop,
@@ -114,7 +116,9 @@ fn rate(state: &AppState, bucket: &str) -> Result<(), ApiError> {
         return Ok(());
     };
     limiter.check(bucket).map_err(|wait| {
-        state.metrics.count_error(ErrorCode::RateLimited.as_str());
+        state
+            .metrics
+            .count_error(crate::metrics::NO_AGENT, ErrorCode::RateLimited.as_str());
         let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
         ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,

@@ -1,252 +1,391 @@
-//! Prometheus metrics, rendered by hand: a gauge, labelled counters and one
-//! histogram need no metrics framework.
+//! Prometheus metrics on the `prometheus` crate: its registry, text
+//! encoder and process collector (CPU, memory, file descriptors, threads,
+//! start time). Per-agent series carry an `agent` label.
+//!
+//! The hot path stays lock-free: a stream resolves its agent's event
+//! counters once (`Metrics::stream_started`) and counts each event with
+//! one atomic add.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::sync::Arc;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::time::Duration;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use a2a_agui::Event;
+use prometheus::{
+    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
+};
 
-/// Upper bounds of the upstream latency buckets, in seconds.
-const LATENCY_BUCKETS: [f64; 11] = [
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+/// Upper bounds of the latency and duration buckets, in seconds: from a
+/// millisecond (a local agent's headers) to ten minutes (a long run).
+const BUCKETS: [f64; 17] = [
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+    600.0,
 ];
 
-#[derive(Default)]
+/// Distinct error codes kept as labels; more (an upstream inventing codes)
+/// count as `other`, so the series stay bounded.
+const MAX_ERROR_CODES: usize = 256;
+
+/// The label of requests that name no agent (`/v1/agents`).
+pub const NO_AGENT: &str = "";
+
 pub struct Metrics {
-    active_streams: AtomicI64,
-    /// Indexed by `Event::kind_index`: counted on every event, so no lock.
-    events: [AtomicU64; Event::TYPE_NAMES.len()],
-    errors: Mutex<BTreeMap<String, u64>>,
-    requests: Mutex<BTreeMap<&'static str, u64>>,
-    latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
-    latency_count: AtomicU64,
-    latency_sum_micros: AtomicU64,
-    open_connections: AtomicI64,
-    refused_connections: AtomicU64,
-    detached_runs: AtomicU64,
-    resumed_streams: AtomicU64,
-    reattached_streams: AtomicU64,
+    registry: Registry,
+    agent_up: IntGaugeVec,
+    active_streams: IntGaugeVec,
+    events: IntCounterVec,
+    errors: IntCounterVec,
+    error_codes: Mutex<BTreeSet<String>>,
+    requests: IntCounterVec,
+    upstream_latency: HistogramVec,
+    stream_duration: HistogramVec,
+    open_connections: IntGauge,
+    refused_connections: IntCounter,
+    detached_runs: IntCounter,
+    resumed_streams: IntCounter,
+    reattached_streams: IntCounter,
+    journal_runs: IntGauge,
+    journal_bytes: IntGauge,
+    /// Each agent's event counters, resolved once.
+    streams: Mutex<HashMap<String, Arc<StreamMetrics>>>,
 }
 
-/// Counts one open AG-UI stream for as long as it lives.
-pub struct ActiveStream(Arc<Metrics>);
+/// One agent's per-stream series, resolved from their vectors once.
+pub struct StreamMetrics {
+    /// Indexed by `Event::kind_index`.
+    events: Vec<IntCounter>,
+    active: IntGauge,
+    duration: Histogram,
+}
+
+impl StreamMetrics {
+    pub fn count_event(&self, event: &Event) {
+        if let Some(counter) = self.events.get(event.kind_index()) {
+            counter.inc();
+        }
+    }
+}
+
+/// Counts one open AG-UI stream for as long as it lives, and observes its
+/// duration when it ends.
+pub struct ActiveStream {
+    metrics: Arc<StreamMetrics>,
+    started: Instant,
+}
+
+impl ActiveStream {
+    pub fn metrics(&self) -> &StreamMetrics {
+        &self.metrics
+    }
+}
 
 impl Drop for ActiveStream {
     fn drop(&mut self) {
-        self.0.active_streams.fetch_sub(1, Ordering::Relaxed);
+        self.metrics.active.dec();
+        self.metrics
+            .duration
+            .observe(self.started.elapsed().as_secs_f64());
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+fn counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
+    let metric = IntCounter::new(name, help).unwrap_or_else(|_| unreachable_metric(name));
+    register(registry, &metric);
+    metric
+}
+
+fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
+    let metric = IntGauge::new(name, help).unwrap_or_else(|_| unreachable_metric(name));
+    register(registry, &metric);
+    metric
+}
+
+fn counter_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    let metric = IntCounterVec::new(Opts::new(name, help), labels)
+        .unwrap_or_else(|_| unreachable_metric(name));
+    register(registry, &metric);
+    metric
+}
+
+fn gauge_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    let metric = IntGaugeVec::new(Opts::new(name, help), labels)
+        .unwrap_or_else(|_| unreachable_metric(name));
+    register(registry, &metric);
+    metric
+}
+
+fn histogram_vec(registry: &Registry, name: &str, help: &str) -> HistogramVec {
+    let opts = HistogramOpts::new(name, help).buckets(BUCKETS.to_vec());
+    let metric = HistogramVec::new(opts, &["agent"]).unwrap_or_else(|_| unreachable_metric(name));
+    register(registry, &metric);
+    metric
+}
+
+/// The names and labels above are constants that the tests render: a bad
+/// one is a programming error caught on the first test run.
+#[expect(
+    clippy::panic,
+    reason = "constant metric definitions, checked by tests"
+)]
+fn unreachable_metric(name: &str) -> ! {
+    panic!("metric {name} is defined wrongly")
+}
+
+fn register<C: prometheus::core::Collector + Clone + 'static>(registry: &Registry, metric: &C) {
+    if let Err(err) = registry.register(Box::new(metric.clone())) {
+        tracing::error!("gateway could not register a metric: {err}");
     }
 }
 
 impl Metrics {
+    pub fn new() -> Metrics {
+        let registry = Registry::new();
+        #[cfg(target_os = "linux")]
+        if let Err(err) = registry.register(Box::new(
+            prometheus::process_collector::ProcessCollector::for_self(),
+        )) {
+            tracing::error!("gateway could not register the process metrics: {err}");
+        }
+        let r = &registry;
+        Metrics {
+            agent_up: gauge_vec(
+                r,
+                "agui_gateway_agent_up",
+                "Whether the agent's card was fetched at the last try (1) or not (0).",
+                &["agent"],
+            ),
+            active_streams: gauge_vec(
+                r,
+                "agui_gateway_active_streams",
+                "AG-UI streams open now.",
+                &["agent"],
+            ),
+            events: counter_vec(
+                r,
+                "agui_gateway_events_total",
+                "AG-UI events sent, by type.",
+                &["agent", "type"],
+            ),
+            errors: counter_vec(
+                r,
+                "agui_gateway_errors_total",
+                "Runs and requests that ended in error, by code.",
+                &["agent", "kind"],
+            ),
+            error_codes: Mutex::new(BTreeSet::new()),
+            requests: counter_vec(
+                r,
+                "agui_gateway_requests_total",
+                "Requests, by route.",
+                &["agent", "route"],
+            ),
+            upstream_latency: histogram_vec(
+                r,
+                "agui_gateway_upstream_latency_seconds",
+                "Time to the upstream's response headers.",
+            ),
+            stream_duration: histogram_vec(
+                r,
+                "agui_gateway_stream_duration_seconds",
+                "How long converted streams lasted, from the upstream call to their end.",
+            ),
+            open_connections: gauge(
+                r,
+                "agui_gateway_open_connections",
+                "Client connections open now.",
+            ),
+            refused_connections: counter(
+                r,
+                "agui_gateway_refused_connections_total",
+                "Connections refused at max_connections.",
+            ),
+            detached_runs: counter(
+                r,
+                "agui_gateway_detached_runs_total",
+                "Runs that went on, journaled, after their client went away.",
+            ),
+            resumed_streams: counter(
+                r,
+                "agui_gateway_resumed_streams_total",
+                "Streams that continued a journaled run (Last-Event-ID or connect).",
+            ),
+            reattached_streams: counter(
+                r,
+                "agui_gateway_upstream_reattached_total",
+                "Broken upstream streams replaced by a resubscription to the task.",
+            ),
+            journal_runs: gauge(r, "agui_gateway_journal_runs", "Runs the journal keeps."),
+            journal_bytes: gauge(
+                r,
+                "agui_gateway_journal_bytes",
+                "Frame bytes the journal keeps.",
+            ),
+            streams: Mutex::new(HashMap::new()),
+            registry,
+        }
+    }
+
     /// A client connection over `max_connections`, answered 503 and closed.
     pub fn count_refused_connection(&self) {
-        self.refused_connections.fetch_add(1, Ordering::Relaxed);
+        self.refused_connections.inc();
     }
 
     /// A run whose client went away went on, journaled, for a reconnect.
     pub fn count_detached(&self) {
-        self.detached_runs.fetch_add(1, Ordering::Relaxed);
+        self.detached_runs.inc();
     }
 
     /// A client continued a journaled run (reconnect or connect).
     pub fn count_resumed(&self) {
-        self.resumed_streams.fetch_add(1, Ordering::Relaxed);
+        self.resumed_streams.inc();
     }
 
     /// A broken upstream stream was replaced by a resubscription.
     pub fn count_reattached(&self) {
-        self.reattached_streams.fetch_add(1, Ordering::Relaxed);
+        self.reattached_streams.inc();
     }
 
     /// `delta` is +1 when a connection opens, -1 when it closes.
     pub fn count_open_connection(&self, delta: i64) {
-        self.open_connections.fetch_add(delta, Ordering::Relaxed);
+        self.open_connections.add(delta);
     }
 
-    pub fn stream_started(self: &Arc<Self>) -> ActiveStream {
-        self.active_streams.fetch_add(1, Ordering::Relaxed);
-        ActiveStream(self.clone())
+    /// A converted stream of `agent` opens: its series, resolved once.
+    pub fn stream_started(&self, agent: &str) -> ActiveStream {
+        let metrics = self.stream_metrics(agent);
+        metrics.active.inc();
+        ActiveStream {
+            metrics,
+            started: Instant::now(),
+        }
     }
 
+    fn stream_metrics(&self, agent: &str) -> Arc<StreamMetrics> {
+        let Ok(mut streams) = self.streams.lock() else {
+            return Arc::new(self.resolve(agent));
+        };
+        streams
+            .entry(agent.to_owned())
+            .or_insert_with(|| Arc::new(self.resolve(agent)))
+            .clone()
+    }
+
+    fn resolve(&self, agent: &str) -> StreamMetrics {
+        StreamMetrics {
+            events: Event::TYPE_NAMES
+                .iter()
+                .map(|kind| self.events.with_label_values(&[agent, kind]))
+                .collect(),
+            active: self.active_streams.with_label_values(&[agent]),
+            duration: self.stream_duration.with_label_values(&[agent]),
+        }
+    }
+
+    /// Open streams, all agents together.
     pub fn active_streams(&self) -> i64 {
-        self.active_streams.load(Ordering::Relaxed)
+        self.streams
+            .lock()
+            .map_or(0, |streams| streams.values().map(|m| m.active.get()).sum())
     }
 
-    pub fn count_event(&self, event: &Event) {
-        self.events[event.kind_index()].fetch_add(1, Ordering::Relaxed);
+    /// A run or request of `agent` ended in error `code`.
+    pub fn count_error(&self, agent: &str, code: &str) {
+        let known = self.error_codes.lock().is_ok_and(|mut codes| {
+            codes.contains(code) || (codes.len() < MAX_ERROR_CODES && codes.insert(code.to_owned()))
+        });
+        let code = if known { code } else { "other" };
+        self.errors.with_label_values(&[agent, code]).inc();
     }
 
-    pub fn count_error(&self, kind: &str) {
-        if let Ok(mut errors) = self.errors.lock() {
-            // Codes are a closed set of constants in practice; the bound
-            // keeps an upstream inventing codes from growing the map.
-            if errors.len() < 256 || errors.contains_key(kind) {
-                *errors.entry(kind.to_owned()).or_default() += 1;
-            }
-        }
+    pub fn count_request(&self, agent: &str, route: &'static str) {
+        self.requests.with_label_values(&[agent, route]).inc();
     }
 
-    pub fn count_request(&self, route: &'static str) {
-        if let Ok(mut requests) = self.requests.lock() {
-            *requests.entry(route).or_default() += 1;
-        }
+    pub fn observe_upstream_latency(&self, agent: &str, elapsed: Duration) {
+        self.upstream_latency
+            .with_label_values(&[agent])
+            .observe(elapsed.as_secs_f64());
     }
 
-    pub fn observe_upstream_latency(&self, elapsed: Duration) {
-        let secs = elapsed.as_secs_f64();
-        for (bucket, bound) in self.latency_buckets.iter().zip(LATENCY_BUCKETS) {
-            if secs <= bound {
-                bucket.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        self.latency_count.fetch_add(1, Ordering::Relaxed);
-        let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
-        self.latency_sum_micros.fetch_add(micros, Ordering::Relaxed);
-    }
-
-    /// `journal`: the embedded journal's runs and bytes, when it is on.
-    /// The exposition text; `agents_up` is each agent's card state (from
+    /// The exposition text. `journal`: the embedded journal's runs and
+    /// bytes, when it is on; `agents_up`: each agent's card state (from
     /// the background refresh: a scrape calls no upstream).
     pub fn render(&self, journal: Option<(usize, usize)>, agents_up: &[(&str, bool)]) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "# HELP agui_gateway_agent_up Whether the agent's card was fetched at the last try (1) or not (0)."
-        );
-        let _ = writeln!(out, "# TYPE agui_gateway_agent_up gauge");
         for (agent, up) in agents_up {
-            // Agent names are letters, digits, '.', '_' and '-': no escaping.
-            let _ = writeln!(
-                out,
-                "agui_gateway_agent_up{{agent=\"{agent}\"}} {}",
-                u8::from(*up)
-            );
+            self.agent_up
+                .with_label_values(&[*agent])
+                .set(i64::from(*up));
         }
-        let _ = writeln!(
-            out,
-            "# HELP agui_gateway_active_streams AG-UI streams open now."
-        );
-        let _ = writeln!(out, "# TYPE agui_gateway_active_streams gauge");
-        let _ = writeln!(out, "agui_gateway_active_streams {}", self.active_streams());
-        let _ = writeln!(
-            out,
-            "# HELP agui_gateway_open_connections Client connections open now."
-        );
-        let _ = writeln!(out, "# TYPE agui_gateway_open_connections gauge");
-        let _ = writeln!(
-            out,
-            "agui_gateway_open_connections {}",
-            self.open_connections.load(Ordering::Relaxed)
-        );
-        let _ = writeln!(
-            out,
-            "# HELP agui_gateway_refused_connections_total Connections refused at max_connections."
-        );
-        let _ = writeln!(out, "# TYPE agui_gateway_refused_connections_total counter");
-        let _ = writeln!(
-            out,
-            "agui_gateway_refused_connections_total {}",
-            self.refused_connections.load(Ordering::Relaxed)
-        );
-        let counters = [
-            (
-                "agui_gateway_detached_runs_total",
-                "Runs that went on, journaled, after their client went away.",
-                &self.detached_runs,
-            ),
-            (
-                "agui_gateway_resumed_streams_total",
-                "Streams that continued a journaled run (Last-Event-ID or connect).",
-                &self.resumed_streams,
-            ),
-            (
-                "agui_gateway_upstream_reattached_total",
-                "Broken upstream streams replaced by a resubscription to the task.",
-                &self.reattached_streams,
-            ),
-        ];
-        for (name, help, value) in counters {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} counter");
-            let _ = writeln!(out, "{name} {}", value.load(Ordering::Relaxed));
+        let (runs, bytes) = journal.unwrap_or_default();
+        self.journal_runs
+            .set(i64::try_from(runs).unwrap_or(i64::MAX));
+        self.journal_bytes
+            .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        let families = self.registry.gather();
+        TextEncoder::new()
+            .encode_to_string(&families)
+            .unwrap_or_else(|err| {
+                tracing::error!("gateway could not encode its metrics: {err}");
+                String::new()
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_carry_the_agent_and_buckets_reach_ten_minutes() {
+        let metrics = Metrics::new();
+        {
+            let stream = metrics.stream_started("weather");
+            stream.metrics().count_event(&Event::RunStarted {
+                thread_id: "t".into(),
+                run_id: "r".into(),
+            });
+            assert_eq!(metrics.active_streams(), 1);
         }
-        if let Some((runs, bytes)) = journal {
-            let gauges = [
-                ("agui_gateway_journal_runs", "Runs the journal keeps.", runs),
-                (
-                    "agui_gateway_journal_bytes",
-                    "Frame bytes the journal keeps.",
-                    bytes,
-                ),
-            ];
-            for (name, help, value) in gauges {
-                let _ = writeln!(out, "# HELP {name} {help}");
-                let _ = writeln!(out, "# TYPE {name} gauge");
-                let _ = writeln!(out, "{name} {value}");
-            }
+        assert_eq!(metrics.active_streams(), 0);
+        metrics.count_request("weather", "agui");
+        metrics.count_error("weather", "UPSTREAM_TIMEOUT");
+        metrics.observe_upstream_latency("weather", Duration::from_secs(400));
+        let text = metrics.render(None, &[("weather", true)]);
+        for line in [
+            "agui_gateway_agent_up{agent=\"weather\"} 1",
+            "agui_gateway_events_total{agent=\"weather\",type=\"RUN_STARTED\"} 1",
+            "agui_gateway_requests_total{agent=\"weather\",route=\"agui\"} 1",
+            "agui_gateway_errors_total{agent=\"weather\",kind=\"UPSTREAM_TIMEOUT\"} 1",
+            "agui_gateway_upstream_latency_seconds_bucket{agent=\"weather\",le=\"600\"} 1",
+            "agui_gateway_upstream_latency_seconds_bucket{agent=\"weather\",le=\"300\"} 0",
+            "agui_gateway_stream_duration_seconds_count{agent=\"weather\"} 1",
+            "agui_gateway_active_streams{agent=\"weather\"} 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
         }
-        let _ = writeln!(
-            out,
-            "# HELP agui_gateway_events_total AG-UI events sent, by type."
-        );
-        let _ = writeln!(out, "# TYPE agui_gateway_events_total counter");
-        for (kind, count) in Event::TYPE_NAMES.iter().zip(&self.events) {
-            let count = count.load(Ordering::Relaxed);
-            if count > 0 {
-                let _ = writeln!(out, "agui_gateway_events_total{{type=\"{kind}\"}} {count}");
-            }
+        #[cfg(target_os = "linux")]
+        assert!(text.contains("process_resident_memory_bytes "), "{text}");
+    }
+
+    #[test]
+    fn error_codes_an_upstream_invents_stay_bounded() {
+        let metrics = Metrics::new();
+        for n in 0..MAX_ERROR_CODES + 50 {
+            metrics.count_error("a", &format!("CODE_{n}"));
         }
-        let _ = writeln!(
-            out,
-            "# HELP agui_gateway_errors_total Runs that ended in error, by code."
-        );
-        let _ = writeln!(out, "# TYPE agui_gateway_errors_total counter");
-        if let Ok(errors) = self.errors.lock() {
-            for (kind, count) in errors.iter() {
-                let kind = kind.replace(['"', '\\', '\n'], "_");
-                let _ = writeln!(out, "agui_gateway_errors_total{{kind=\"{kind}\"}} {count}");
-            }
-        }
-        let _ = writeln!(
-            out,
-            "# HELP agui_gateway_requests_total Requests, by route."
-        );
-        let _ = writeln!(out, "# TYPE agui_gateway_requests_total counter");
-        if let Ok(requests) = self.requests.lock() {
-            for (route, count) in requests.iter() {
-                let _ = writeln!(
-                    out,
-                    "agui_gateway_requests_total{{route=\"{route}\"}} {count}"
-                );
-            }
-        }
-        let _ = writeln!(
-            out,
-            "# HELP agui_gateway_upstream_latency_seconds Time to the upstream's response headers."
-        );
-        let _ = writeln!(
-            out,
-            "# TYPE agui_gateway_upstream_latency_seconds histogram"
-        );
-        for (bucket, bound) in self.latency_buckets.iter().zip(LATENCY_BUCKETS) {
-            let _ = writeln!(
-                out,
-                "agui_gateway_upstream_latency_seconds_bucket{{le=\"{bound}\"}} {}",
-                bucket.load(Ordering::Relaxed)
-            );
-        }
-        let count = self.latency_count.load(Ordering::Relaxed);
-        let _ = writeln!(
-            out,
-            "agui_gateway_upstream_latency_seconds_bucket{{le=\"+Inf\"}} {count}"
-        );
-        let sum = self.latency_sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
-        let _ = writeln!(out, "agui_gateway_upstream_latency_seconds_sum {sum}");
-        let _ = writeln!(out, "agui_gateway_upstream_latency_seconds_count {count}");
-        out
+        let text = metrics.render(None, &[]);
+        let series = text
+            .lines()
+            .filter(|l| l.starts_with("agui_gateway_errors_total{"))
+            .count();
+        assert_eq!(series, MAX_ERROR_CODES + 1, "{text}");
+        assert!(text.contains("kind=\"other\"} 50"), "{text}");
     }
 }

@@ -147,7 +147,9 @@ async fn metrics(State(state): State<SharedState>) -> Response {
 }
 
 async fn list_agents(State(state): State<SharedState>, request: Request) -> Response {
-    state.metrics.count_request("agents");
+    state
+        .metrics
+        .count_request(crate::metrics::NO_AGENT, "agents");
     let public = card::public_base(&state.config, request.headers());
     let mut agents = Vec::new();
     for (name, agent) in &state.agents {
@@ -353,7 +355,7 @@ async fn proxy(
     let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get());
     let body = read_body(&state, body).await?;
     if parts.method == Method::GET && card::is_card_path(&path) {
-        state.metrics.count_request("card");
+        state.metrics.count_request(agent.name(), "card");
         AccessNote::noted(&parts.extensions, agent.name(), Mode::Card);
         return card::serve(
             &state.config,
@@ -366,7 +368,7 @@ async fn proxy(
         .await;
     }
     if !wants_agui(&parts.headers, query) {
-        state.metrics.count_request("passthrough");
+        state.metrics.count_request(agent.name(), "passthrough");
         AccessNote::noted(&parts.extensions, agent.name(), Mode::Passthrough);
         return passthrough(&state, &agent, parts.method.clone(), url, &forwarded, body).await;
     }
@@ -389,7 +391,7 @@ async fn proxy(
             return agui::run(state, agent, call).await;
         }
         Negotiated::NotConvertible => {
-            state.metrics.count_request("passthrough");
+            state.metrics.count_request(agent.name(), "passthrough");
             AccessNote::noted(&parts.extensions, agent.name(), Mode::Passthrough);
             return passthrough(&state, &agent, parts.method.clone(), url, &forwarded, body).await;
         }
@@ -399,7 +401,7 @@ async fn proxy(
     if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
         return Ok(resumed);
     }
-    state.metrics.count_request("negotiated");
+    state.metrics.count_request(agent.name(), "negotiated");
     let conversion = Conversion {
         options: Options {
             interrupts: agent.config.interrupts,
@@ -465,10 +467,12 @@ async fn passthrough(
         } else {
             StatusCode::BAD_GATEWAY
         };
-        state.metrics.count_error(code.as_str());
+        state.metrics.count_error(agent.name(), code.as_str());
         ApiError::new(status, code, message)
     })?;
-    state.metrics.observe_upstream_latency(started.elapsed());
+    state
+        .metrics
+        .observe_upstream_latency(agent.name(), started.elapsed());
     let status = upstream.status();
     let headers = returned_headers(upstream.headers());
     let stop = state.shutdown.stop.clone();

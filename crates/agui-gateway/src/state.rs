@@ -98,7 +98,8 @@ impl AppState {
     pub fn stream_permit(&self) -> Result<OwnedSemaphorePermit, ApiError> {
         self.streams.clone().try_acquire_owned().map_err(|_| {
             let code = ErrorCode::GatewayBusy;
-            self.metrics.count_error(code.as_str());
+            self.metrics
+                .count_error(crate::metrics::NO_AGENT, code.as_str());
             ApiError::unavailable(
                 code,
                 format!(

@@ -66,7 +66,7 @@ pub async fn run(state: SharedState, agent: Arc<Agent>, call: Call) -> Result<Re
         access,
         tap,
     } = call;
-    state.metrics.count_request("agui");
+    state.metrics.count_request(agent.name(), "agui");
     let input = input::parse(&body)?;
     // The memory is per agent and per caller: a thread id known to
     // another caller must not hand it this caller's task.

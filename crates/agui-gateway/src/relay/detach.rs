@@ -84,9 +84,10 @@ impl Drop for RelayState {
         if self.finished {
             return;
         }
-        self.run
-            .metrics
-            .count_error(ErrorCode::ClientDisconnected.as_str());
+        self.run.metrics.count_error(
+            self.run.agent.name(),
+            ErrorCode::ClientDisconnected.as_str(),
+        );
         self.cancel_upstream();
         if let Some(log) = &self.run.log {
             log.close();

@@ -234,7 +234,7 @@ struct RelayState {
     /// bodies handed over one chunk at a time need them (`batch`).
     batch_turns: u32,
     finished: bool,
-    _active: crate::metrics::ActiveStream,
+    active: crate::metrics::ActiveStream,
 }
 
 fn now_ms() -> Option<u64> {
@@ -256,7 +256,7 @@ impl RelayState {
         RelayState {
             stop: Box::pin(run.shutdown.stop.clone().cancelled_owned()),
             timer: Box::pin(tokio::time::sleep_until(first_deadline.into())),
-            _active: run.metrics.stream_started(),
+            active: run.metrics.stream_started(run.agent.name()),
             run,
             stream,
             source,
@@ -365,12 +365,12 @@ impl RelayState {
             note.add_events(self.stream.last_events().len());
         }
         for event in self.stream.last_events() {
-            self.run.metrics.count_event(event);
+            self.active.metrics().count_event(event);
             if event.is_terminal() {
                 self.finished = true;
                 if let Event::RunError { code, .. } = event {
                     let code = code.as_deref().unwrap_or("unknown");
-                    self.run.metrics.count_error(code);
+                    self.run.metrics.count_error(self.run.agent.name(), code);
                     if let Some(note) = access {
                         note.run_error(code);
                     }
@@ -596,7 +596,7 @@ fn relay(
     let metrics = state.run.metrics.clone();
     let first = match upstream {
         Ok(response) => {
-            metrics.observe_upstream_latency(started.elapsed());
+            metrics.observe_upstream_latency(state.run.agent.name(), started.elapsed());
             state.upstream_status = response.status;
             state.batch_turns = batch::turns_for(&response);
             let is_sse = is_event_stream(&response.headers);

@@ -108,7 +108,7 @@ pub async fn connect(
     headers: &HeaderMap,
     body: &Bytes,
 ) -> Result<Response, ApiError> {
-    state.metrics.count_request("connect");
+    state.metrics.count_request(agent.name(), "connect");
     let Some(found) = named_run(state, agent, caller, body).await? else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
@@ -138,7 +138,7 @@ pub async fn stop(
     forwarded: &Forwarded,
     body: &Bytes,
 ) -> Result<Response, ApiError> {
-    state.metrics.count_request("stop");
+    state.metrics.count_request(agent.name(), "stop");
     let (task, ended) = match named_run(state, agent, caller, body).await? {
         None => return Ok(StatusCode::NO_CONTENT.into_response()),
         Some(Found::Here(log)) => (log.task(), log.is_finished()),

@@ -910,10 +910,17 @@ async fn health_readiness_metrics_and_config_checks() {
         .await
         .unwrap();
     for needle in [
-        "agui_gateway_active_streams 0",
-        "agui_gateway_events_total{type=\"RUN_STARTED\"}",
-        "agui_gateway_errors_total{kind=\"UPSTREAM_HTTP_ERROR\"} 1",
-        "agui_gateway_upstream_latency_seconds_count",
+        "agui_gateway_active_streams{agent=\"default\"} 0",
+        "agui_gateway_events_total{agent=\"default\",type=\"RUN_STARTED\"}",
+        "agui_gateway_errors_total{agent=\"default\",kind=\"UPSTREAM_HTTP_ERROR\"} 1",
+        "agui_gateway_requests_total{agent=\"default\",route=\"negotiated\"}",
+        "agui_gateway_upstream_latency_seconds_count{agent=\"default\"}",
+        "agui_gateway_upstream_latency_seconds_bucket{agent=\"default\",le=\"600\"}",
+        "agui_gateway_stream_duration_seconds_bucket{agent=\"default\",le=\"600\"}",
+        // The process's own, from the prometheus crate's collector.
+        "process_cpu_seconds_total ",
+        "process_resident_memory_bytes ",
+        "process_open_fds ",
     ] {
         assert!(metrics.contains(needle), "{needle} missing from\n{metrics}");
     }

@@ -366,12 +366,21 @@ fn rss_kib(process: &Process) -> u64 {
         .unwrap()
 }
 
+/// A series' value, summed over its labels (none, or the agent's).
 fn gauge(metrics: &str, name: &str) -> u64 {
-    metrics
+    let values: Vec<u64> = metrics
         .lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{name} missing"))
+        .filter_map(|l| {
+            let rest = l.strip_prefix(name)?;
+            let value = match rest.strip_prefix('{') {
+                Some(labelled) => labelled.split_once("} ")?.1,
+                None => rest.strip_prefix(' ')?,
+            };
+            value.parse().ok()
+        })
+        .collect();
+    assert!(!values.is_empty(), "{name} missing");
+    values.iter().sum()
 }
 
 /// Acceptance 4 of issue 13: twice 1,000 runs (one in twenty cut and left
