@@ -16,6 +16,8 @@ use axum::http::{Extensions, Method, StatusCode};
 use axum::response::Response;
 use http_body::Frame;
 
+use crate::telemetry::{self, Outcome, SharedTrace};
+
 /// What kind of call a request became.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -101,16 +103,20 @@ impl AccessNote {
 /// The middleware: notes the request, and hands the answer's body to a
 /// wrapper that writes the line when it ends.
 pub async fn layer(mut request: Request, next: axum::middleware::Next) -> Response {
+    let path = request.uri().path();
+    let trace = telemetry::start_request(request.headers(), request.method(), path);
     let line = Line {
         started: Instant::now(),
         method: request.method().clone(),
         // The path only: a query may carry a token.
-        path: request.uri().path().chars().take(200).collect(),
+        path: path.chars().take(200).collect(),
         note: AccessNote::default(),
         status: StatusCode::OK,
         bytes: 0,
+        trace,
     };
     request.extensions_mut().insert(line.note.clone());
+    request.extensions_mut().insert(line.trace.clone());
     let response = next.run(request).await;
     let (parts, body) = response.into_parts();
     let line = Line {
@@ -133,6 +139,8 @@ struct Line {
     note: AccessNote,
     status: StatusCode,
     bytes: u64,
+    /// The request's spans, ended with the line.
+    trace: SharedTrace,
 }
 
 impl Line {
@@ -160,6 +168,14 @@ impl Line {
             end = end.as_str(),
             "request"
         );
+        self.trace.end(&Outcome {
+            status: self.status,
+            agent: agent.as_deref(),
+            mode,
+            events,
+            run_error: error.as_deref(),
+            end: end.as_str(),
+        });
     }
 }
 

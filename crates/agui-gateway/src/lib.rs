@@ -27,5 +27,6 @@ pub mod routes;
 pub mod server;
 pub mod state;
 pub mod target;
+pub mod telemetry;
 pub mod throttle;
 pub mod upstream;

@@ -83,6 +83,9 @@ struct ServeArgs {
     /// Serve the inspector page at /inspect (a run's A2A and AG-UI events side by side).
     #[arg(long, env = "AGUI_GATEWAY_INSPECTOR")]
     inspector: bool,
+    /// Export OpenTelemetry spans to this OTLP/HTTP collector: its base URL (`/v1/traces` is added) [default: OTEL_EXPORTER_OTLP_ENDPOINT].
+    #[arg(long, env = "AGUI_GATEWAY_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<Url>,
     /// Runtime worker threads (default: one per core).
     #[arg(long, env = "AGUI_GATEWAY_WORKERS")]
     workers: Option<usize>,
@@ -360,6 +363,20 @@ fn serve_config(args: ServeArgs) -> anyhow::Result<Config> {
     if args.inspector {
         config.inspector = true;
     }
+    // The flag, then the file, then OpenTelemetry's own variable.
+    let otlp = args.otlp_endpoint.clone().or_else(|| {
+        if config.otlp_endpoint.is_some() {
+            return None;
+        }
+        let standard = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok()?;
+        Url::parse(&standard).ok()
+    });
+    if let Some(url) = otlp {
+        if !matches!(url.scheme(), "http" | "https") {
+            bail!("--otlp-endpoint {url}: an OTLP/HTTP collector is an http:// or https:// URL");
+        }
+        config.otlp_endpoint = Some(url);
+    }
     if let Some(name) = &args.journal {
         config.journal.backend = agui_gateway::config::Backend::parse(name)
             .map_err(|why| anyhow::anyhow!("--journal: {why}"))?;
@@ -454,6 +471,11 @@ async fn serve(config: Config, banner: Option<String>) -> anyhow::Result<()> {
         write_timeout: config.limits.write_timeout,
     };
     warn_if_files_run_short(limits.max_connections);
+    agui_gateway::telemetry::init_propagation();
+    let tracing_provider = match &config.otlp_endpoint {
+        Some(url) => Some(agui_gateway::telemetry::init(url)?),
+        None => None,
+    };
     let mut state = AppState::new(config, shutdown.clone())?;
     if let Backend::Redis(url) = &state.config.journal.backend {
         let journal = RedisJournal::connect(
@@ -537,6 +559,11 @@ async fn serve(config: Config, banner: Option<String>) -> anyhow::Result<()> {
         _ = async { stop.cancelled().await; tokio::time::sleep(Duration::from_secs(5)).await } => {
             tracing::warn!("connections still open after the grace period; exiting");
         }
+    }
+    if let Some(provider) = tracing_provider {
+        // The last spans: flushed off the runtime's threads, bounded.
+        let flush = tokio::task::spawn_blocking(move || provider.shutdown());
+        let _ = tokio::time::timeout(Duration::from_secs(5), flush).await;
     }
     tracing::info!("gateway stopped");
     Ok(())

@@ -11,6 +11,7 @@
 //! | agent card                       | a GET: no body headers; `Accept-Encoding: identity`|
 //! | cancel after a disconnect        | the run's headers, with its own JSON body          |
 
+use crate::telemetry::SharedTrace;
 use a2a_agui::ErrorCode;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
@@ -42,6 +43,15 @@ impl Forwarded {
             &agent.configured_headers,
             &agent.via,
         ))
+    }
+
+    /// The calls carry the request's trace: a client span of its own, as
+    /// `traceparent` (the client's, when spans are not exported).
+    pub fn traced(mut self, trace: Option<&SharedTrace>, agent: &Agent) -> Forwarded {
+        if let Some(trace) = trace {
+            trace.call_upstream(agent.name(), &mut self.0);
+        }
+        self
     }
 
     /// The headers as the shared journal keeps them for a takeover: the

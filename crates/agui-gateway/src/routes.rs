@@ -221,7 +221,8 @@ async fn run_agui(
 ) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
     edge::allowed(&state, &parts.extensions, &agent)?;
-    let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get());
+    let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get())
+        .traced(parts.extensions.get(), &agent);
     let body = read_body(&state, body).await?;
     let scope = edge::scope(&parts.extensions);
     let run_by = run_by(&agent, &scope, &parts, &body);
@@ -259,7 +260,8 @@ async fn connect(State(state): State<SharedState>, request: Request) -> Result<R
 async fn stop(State(state): State<SharedState>, request: Request) -> Result<Response, ApiError> {
     let (agent, parts, caller, body) = run_request(&state, request, "agui/stop").await?;
     AccessNote::noted(&parts.extensions, agent.name(), Mode::Stop);
-    let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get());
+    let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get())
+        .traced(parts.extensions.get(), &agent);
     resume::stop(&state, &agent, &caller, &forwarded, &body).await
 }
 
@@ -352,7 +354,8 @@ async fn proxy(
     edge::allowed(&state, &parts.extensions, &agent)?;
     let query = parts.uri.query();
     let url = outbound::target(&agent, &path, query)?;
-    let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get());
+    let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get())
+        .traced(parts.extensions.get(), &agent);
     let body = read_body(&state, body).await?;
     if parts.method == Method::GET && card::is_card_path(&path) {
         state.metrics.count_request(agent.name(), "card");

@@ -53,6 +53,23 @@ pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
         ),
         None => None,
     };
+    let otlp_endpoint = match &file.otlp_endpoint {
+        Some(url) => Some(
+            Url::parse(url.get_ref())
+                .ok()
+                .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
+                .ok_or_else(|| {
+                    at(
+                        url.span(),
+                        format!(
+                            "otlp_endpoint: {:?} is not an http(s) URL of an OTLP collector",
+                            url.get_ref()
+                        ),
+                    )
+                })?,
+        ),
+        None => None,
+    };
     let mut agents = Vec::new();
     for (name, agent) in &file.agents {
         if !super::is_agent_name(name) {
@@ -202,6 +219,7 @@ pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
         auth,
         rate_limit,
         inspector: file.inspector.unwrap_or(false),
+        otlp_endpoint,
     })
 }
 
@@ -522,6 +540,7 @@ struct FileConfig {
     journal: Option<Spanned<String>>,
     detach_grace_secs: Option<u64>,
     inspector: Option<bool>,
+    otlp_endpoint: Option<Spanned<String>>,
     #[serde(default)]
     limits: FileLimits,
     #[serde(default)]

@@ -276,6 +276,8 @@ pub struct Config {
     pub rate_limit: Option<RateLimit>,
     /// Serve the inspector (`/inspect`).
     pub inspector: bool,
+    /// Where OpenTelemetry spans go (OTLP/HTTP), if anywhere.
+    pub otlp_endpoint: Option<Url>,
 }
 
 impl Config {
@@ -296,6 +298,7 @@ impl Config {
             auth: AuthConfig::default(),
             rate_limit: None,
             inspector: false,
+            otlp_endpoint: None,
         }
     }
 

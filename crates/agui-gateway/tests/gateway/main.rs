@@ -20,6 +20,7 @@ mod readme;
 mod replicas;
 mod resume;
 mod support;
+mod telemetry;
 
 use std::time::{Duration, Instant};
 

@@ -1,0 +1,189 @@
+//! Traces as an operator's collector sees them: a loopback stand-in for an
+//! OTLP/HTTP collector receives the gateway's spans, in the client's trace,
+//! and the agent receives the gateway's span as its parent.
+
+use std::net::SocketAddr;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::routing::post;
+use serde_json::Value;
+
+use super::SEED_BODY;
+use super::support::*;
+
+const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+
+type Received = Arc<Mutex<Vec<Value>>>;
+
+/// The collector stand-in: keeps every OTLP/JSON export it is sent.
+async fn collector() -> (SocketAddr, Received) {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let received = Received::default();
+    let app = Router::new()
+        .route(
+            "/v1/traces",
+            post(|State(received): State<Received>, body: Bytes| async move {
+                if let Ok(export) = serde_json::from_slice(&body) {
+                    received.lock().unwrap().push(export);
+                }
+                axum::Json(serde_json::json!({}))
+            }),
+        )
+        .with_state(received.clone());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (addr, received)
+}
+
+/// Every span the collector got.
+fn spans(received: &Received) -> Vec<Value> {
+    received
+        .lock()
+        .unwrap()
+        .iter()
+        .flat_map(|export| {
+            export["resourceSpans"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .flat_map(|r| r["scopeSpans"].as_array().cloned().unwrap_or_default())
+        .flat_map(|s| s["spans"].as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+fn attribute<'a>(span: &'a Value, key: &str) -> Option<&'a Value> {
+    span["attributes"]
+        .as_array()?
+        .iter()
+        .find(|a| a["key"] == key)
+        .map(|a| &a["value"])
+}
+
+/// One converted run with the client's `traceparent`; what the agent got.
+async fn traced_run(gw: &Process, fake: &Fake) -> String {
+    let response = client()
+        .post(format!("{}/v1/agents/default/stream?format=agui", gw.url()))
+        .header("X-Fake", "fixed")
+        .header("traceparent", format!("00-{TRACE_ID}-{CLIENT_SPAN}-01"))
+        .body(SEED_BODY)
+        .send()
+        .await
+        .unwrap();
+    let text = response.text().await.unwrap();
+    assert!(text.contains("RUN_FINISHED"), "{text}");
+    let log = fake.log.lock().unwrap();
+    log.headers
+        .iter()
+        .find(|(name, _)| name == "traceparent")
+        .map(|(_, value)| value.clone())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn spans_reach_the_collector_in_the_clients_trace() {
+    let (collector, received) = collector().await;
+    let (upstream, fake) = fake_upstream().await;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agui-gateway"));
+    command
+        .args(["--upstream", &format!("http://{upstream}/")])
+        .args(["--otlp-endpoint", &format!("http://{collector}")])
+        .args(["--listen", "127.0.0.1:0"])
+        .env("AGUI_GATEWAY_LOG", "warn")
+        // Export every 100 ms rather than every 5 s.
+        .env("OTEL_BSP_SCHEDULE_DELAY", "100");
+    let gw = start_within(
+        command,
+        "listening on ",
+        "the gateway",
+        Duration::from_secs(30),
+    );
+    let upstream_parent = traced_run(&gw, &fake).await;
+
+    // The agent's parent is the gateway's client span, in the same trace.
+    let parts: Vec<&str> = upstream_parent.split('-').collect();
+    assert_eq!(parts.len(), 4, "traceparent upstream: {upstream_parent:?}");
+    assert_eq!(parts[1], TRACE_ID);
+    assert_ne!(
+        parts[2], CLIENT_SPAN,
+        "the gateway's own span is the parent"
+    );
+    assert_eq!(parts[3], "01");
+
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let (server, call) = loop {
+        let spans = spans(&received);
+        let server = spans
+            .iter()
+            .find(|s| s["traceId"] == TRACE_ID && s["parentSpanId"] == CLIENT_SPAN)
+            .cloned();
+        let call = spans
+            .iter()
+            .find(|s| s["traceId"] == TRACE_ID && s["spanId"] == parts[2])
+            .cloned();
+        if let (Some(server), Some(call)) = (server, call) {
+            break (server, call);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the collector did not get both spans: {spans:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(server["name"], "POST /v1/agents/{name}/*", "{server:#}");
+    assert_eq!(call["parentSpanId"], server["spanId"], "{call:#}");
+    assert_eq!(
+        attribute(&server, "agui.agent").map(|v| &v["stringValue"]),
+        Some(&Value::from("default")),
+        "{server:#}"
+    );
+    assert_eq!(
+        attribute(&server, "agui.mode").map(|v| &v["stringValue"]),
+        Some(&Value::from("converted")),
+        "{server:#}"
+    );
+    // OTLP/JSON writes 64-bit integers as strings; accept a number too.
+    let status = attribute(&server, "http.response.status_code").map(|v| &v["intValue"]);
+    assert!(
+        status == Some(&Value::from("200")) || status == Some(&Value::from(200)),
+        "{server:#}"
+    );
+    // Ids are never the query or headers: nothing but known keys.
+    let keys: Vec<&str> = server["attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["key"].as_str())
+        .collect();
+    for key in &keys {
+        assert!(
+            key.starts_with("http.") || key.starts_with("url.") || key.starts_with("agui."),
+            "{key} in {keys:?}"
+        );
+    }
+    let resource = received.lock().unwrap()[0]["resourceSpans"][0]["resource"].clone();
+    assert!(
+        resource.to_string().contains("agui-gateway"),
+        "service.name: {resource:#}"
+    );
+}
+
+/// Without a collector nothing is exported, and the client's trace still
+/// reaches the agent: its `traceparent` as it was.
+#[tokio::test]
+async fn without_a_collector_the_clients_trace_goes_on_upstream() {
+    let (upstream, fake) = fake_upstream().await;
+    let gw = gateway_for(&format!("http://{upstream}/"), &[]);
+    let upstream_parent = traced_run(&gw, &fake).await;
+    assert_eq!(upstream_parent, format!("00-{TRACE_ID}-{CLIENT_SPAN}-01"));
+}
