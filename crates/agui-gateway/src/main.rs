@@ -40,24 +40,38 @@ struct ServeArgs {
     /// The A2A agent to front (one agent; use --config for several).
     #[arg(long, env = "AGUI_GATEWAY_UPSTREAM")]
     upstream: Option<Url>,
-    /// The name of the --upstream agent, for /v1/agents/{name}/….
-    #[arg(long, env = "AGUI_GATEWAY_NAME", default_value = "default")]
+    /// The name of the --upstream agent, for /v1/agents/{name}/… (with --config: the file's [agents.NAME]).
+    #[arg(
+        long,
+        env = "AGUI_GATEWAY_NAME",
+        default_value = "default",
+        conflicts_with = "config"
+    )]
     name: String,
-    /// Address to listen on.
-    #[arg(long, env = "AGUI_GATEWAY_LISTEN", default_value = "127.0.0.1:8080")]
-    listen: SocketAddr,
+    /// Address to listen on [default: 127.0.0.1:8080; wins over the file's listen].
+    #[arg(long, env = "AGUI_GATEWAY_LISTEN")]
+    listen: Option<SocketAddr>,
     /// A TOML file with several agents, limits and CORS (see README).
     #[arg(long, env = "AGUI_GATEWAY_CONFIG", conflicts_with = "upstream")]
     config: Option<PathBuf>,
     /// Output format of the --upstream agent: agui or hector [default: agui]
     /// (`AGUI_GATEWAY_OUTPUT`, the older name, counts when this is unset).
-    #[arg(long, visible_alias = "output", env = "AGUI_GATEWAY_FORMAT")]
+    #[arg(
+        long,
+        visible_alias = "output",
+        env = "AGUI_GATEWAY_FORMAT",
+        conflicts_with = "config"
+    )]
     format: Option<String>,
     /// Seconds without an event before a `: ping` comment is sent.
     #[arg(long, env = "AGUI_GATEWAY_KEEPALIVE_SECS")]
     keepalive_secs: Option<u64>,
-    /// Seconds the upstream may stay silent before the run fails.
-    #[arg(long, env = "AGUI_GATEWAY_IDLE_TIMEOUT_SECS")]
+    /// Seconds the --upstream agent may stay silent before the run fails (with --config: idle_timeout_secs per agent).
+    #[arg(
+        long,
+        env = "AGUI_GATEWAY_IDLE_TIMEOUT_SECS",
+        conflicts_with = "config"
+    )]
     idle_timeout_secs: Option<u64>,
     /// Seconds open streams may run on after SIGTERM.
     #[arg(long, env = "AGUI_GATEWAY_SHUTDOWN_GRACE_SECS")]
@@ -65,8 +79,12 @@ struct ServeArgs {
     /// The largest upstream event accepted, in bytes.
     #[arg(long, env = "AGUI_GATEWAY_MAX_EVENT_BYTES")]
     max_event_bytes: Option<usize>,
-    /// Send an A2A cancel when an AG-UI client disconnects mid-run.
-    #[arg(long, env = "AGUI_GATEWAY_CANCEL_ON_DISCONNECT")]
+    /// Send an A2A cancel when an AG-UI client disconnects mid-run (with --config: cancel_on_disconnect per agent).
+    #[arg(
+        long,
+        env = "AGUI_GATEWAY_CANCEL_ON_DISCONNECT",
+        conflicts_with = "config"
+    )]
     cancel_on_disconnect: bool,
     /// The gateway's public URL, for agent card links (default: from the request).
     #[arg(long, env = "AGUI_GATEWAY_PUBLIC_URL")]
@@ -133,11 +151,12 @@ struct EdgeArgs {
     /// Seconds a write to a client may stay blocked [default: 60].
     #[arg(long, env = "AGUI_GATEWAY_WRITE_TIMEOUT_SECS")]
     write_timeout_secs: Option<u64>,
-    /// For the --upstream agent: which client headers go upstream [default: authorization,*].
+    /// For the --upstream agent: which client headers go upstream [default: authorization,*] (with --config: forward_client_headers per agent).
     #[arg(
         long,
         env = "AGUI_GATEWAY_FORWARD_CLIENT_HEADERS",
-        value_delimiter = ','
+        value_delimiter = ',',
+        conflicts_with = "config"
     )]
     forward_client_headers: Option<Vec<String>>,
     /// A file of API keys, `NAME:KEY` or `NAME:sha256:HEX` per line.
@@ -307,6 +326,9 @@ fn init_logging(format: LogFormat) {
 }
 
 fn serve_config(args: ServeArgs) -> anyhow::Result<Config> {
+    let listen = args
+        .listen
+        .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080)));
     let mut config = match (&args.config, &args.upstream) {
         (Some(path), _) => Config::load(&path.display().to_string())?,
         (None, Some(upstream)) => {
@@ -336,14 +358,18 @@ fn serve_config(args: ServeArgs) -> anyhow::Result<Config> {
             if let Some(secs) = args.idle_timeout_secs {
                 agent.idle_timeout = Duration::from_secs(secs);
             }
-            Config::single(args.listen, agent)
+            Config::single(listen, agent)
         }
-        (None, None) => bail!(
-            "nothing to front: give --upstream URL or --config FILE (or try `agui-gateway demo`)"
-        ),
+        // Kubernetes and the like: the whole configuration in variables.
+        (None, None) => match Config::from_environment() {
+            Some(config) => config?,
+            None => bail!(
+                "nothing to front: give --upstream URL, --config FILE or AGUI_GATEWAY__AGENTS__<NAME>__UPSTREAM (or try `agui-gateway demo`)"
+            ),
+        },
     };
-    if args.config.is_some() && args.listen != SocketAddr::from(([127, 0, 0, 1], 8080)) {
-        config.listen = args.listen;
+    if let Some(address) = args.listen {
+        config.listen = address;
     }
     if let Some(secs) = args.keepalive_secs {
         config.keepalive = Duration::from_secs(secs.max(1));

@@ -11,28 +11,43 @@ use a2a_agui::OutputFormat;
 use axum::http::{HeaderName, HeaderValue};
 use serde::Deserialize;
 use toml::Spanned;
+use toml::de::DeTable;
 use url::Url;
 
+use super::env::Environment;
 use super::{
     A2aVersion, AgentConfig, Allow, AuthConfig, Backend, Config, ConfigError, CorsConfig,
     JournalConfig, JwtConfig, JwtKey, Limits, OriginRule, RateLimit, random_gateway_id,
 };
 use crate::forwarding::{ForwardPolicy, TrustedProxies};
 
-pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
-    let at = |span: Range<usize>, message: String| ConfigError::At {
-        path: path.to_owned(),
-        line: line_of(text, span.start),
-        message,
-    };
-    let file: FileConfig = toml::from_str(text).map_err(|e| {
-        let line = e.span().map_or(1, |s| line_of(text, s.start));
-        ConfigError::At {
+/// `text` (the file's, possibly empty) with what `env` sets and
+/// references (`env.rs`), checked.
+pub fn parse(path: &str, text: &str, env: &Environment) -> Result<Config, ConfigError> {
+    // A span past the text is a value a variable set.
+    let at = |span: Range<usize>, message: String| match env.variable_at(text.len(), span.start) {
+        Some(variable) => ConfigError::Env {
+            variable: variable.to_owned(),
+            message,
+        },
+        None => ConfigError::At {
             path: path.to_owned(),
-            line,
+            line: line_of(text, span.start),
+            message,
+        },
+    };
+    let toml_error = |e: toml::de::Error| match e.span() {
+        Some(span) => at(span, e.message().to_owned()),
+        None => ConfigError::At {
+            path: path.to_owned(),
+            line: 1,
             message: e.message().to_owned(),
-        }
-    })?;
+        },
+    };
+    let mut root = DeTable::parse(text).map_err(toml_error)?;
+    env.apply(root.get_mut(), text.len())
+        .map_err(|(span, message)| at(span, message))?;
+    let file = FileConfig::deserialize(toml::de::Deserializer::from(root)).map_err(toml_error)?;
     let address =
         |value: &Option<Spanned<String>>, key: &str| -> Result<Option<SocketAddr>, ConfigError> {
             match value {
@@ -48,9 +63,18 @@ pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
         address(&file.listen, "listen")?.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080)));
     let admin_listen = address(&file.admin_listen, "admin_listen")?;
     let public_url = match &file.public_url {
-        Some(url) => Some(
-            Url::parse(url.get_ref()).map_err(|e| at(url.span(), format!("public_url: {e}")))?,
-        ),
+        Some(url) => {
+            let parsed = Url::parse(url.get_ref())
+                .map_err(|e| at(url.span(), format!("public_url: {e}")))?;
+            if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+                return Err(at(
+                    url.span(),
+                    "public_url: the gateway's public URL is http(s)://host[:port][/path]"
+                        .to_owned(),
+                ));
+            }
+            Some(parsed)
+        }
         None => None,
     };
     let otlp_endpoint = match &file.otlp_endpoint {
@@ -95,10 +119,20 @@ pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
         }
         Some(name) => Some(name.get_ref().clone()),
         None if agents.len() == 1 => Some(agents[0].name.clone()),
-        None => agents
-            .iter()
-            .find(|a| a.name == "default")
-            .map(|a| a.name.clone()),
+        None => match agents.iter().find(|a| a.name == "default") {
+            Some(agent) => Some(agent.name.clone()),
+            None => {
+                // `/agui`, the card and the un-prefixed routes need one.
+                let second = file.agents.values().nth(1).map(|a| a.upstream.span());
+                return Err(at(
+                    second.unwrap_or(0..0),
+                    format!(
+                        "{} agents and no default_agent: name the one /agui and the un-prefixed routes serve",
+                        agents.len()
+                    ),
+                ));
+            }
+        },
     };
     let trusted_proxies = match &file.trusted_proxies {
         None => TrustedProxies::loopback(),
@@ -378,31 +412,58 @@ fn agent_config(
             )
         })?;
     }
-    if let Some(headers) = &agent.headers {
-        for (header, value) in headers.get_ref() {
-            if HeaderName::from_bytes(header.as_bytes()).is_err()
-                || HeaderValue::from_str(value).is_err()
-            {
-                return Err(at(
-                    headers.span(),
-                    format!("agents.{name}.headers: {header:?} is not a valid header"),
-                ));
-            }
-            config.headers.push((header.clone(), value.clone()));
+    for (header, value) in agent.headers.iter().flatten() {
+        if HeaderName::from_bytes(header.get_ref().as_bytes()).is_err() {
+            return Err(at(
+                header.span(),
+                format!(
+                    "agents.{name}.headers: {:?} is not a header name",
+                    header.get_ref()
+                ),
+            ));
         }
+        // The value is not quoted back: it may be a secret.
+        if HeaderValue::from_str(value.get_ref()).is_err() {
+            return Err(at(
+                value.span(),
+                format!(
+                    "agents.{name}.headers.{}: the value is not a valid header value (control characters or line breaks)",
+                    header.get_ref()
+                ),
+            ));
+        }
+        config
+            .headers
+            .push((header.get_ref().clone(), value.get_ref().clone()));
     }
-    if let Some(headers) = &agent.headers_env {
-        for (header, variable) in headers.get_ref() {
-            if HeaderName::from_bytes(header.as_bytes()).is_err() || variable.is_empty() {
-                return Err(at(
-                    headers.span(),
-                    format!(
-                        "agents.{name}.headers_env: {header:?} = {variable:?} is not a header and a variable name"
-                    ),
-                ));
-            }
-            config.headers_env.push((header.clone(), variable.clone()));
+    for (header, variable) in agent.headers_env.iter().flatten() {
+        if HeaderName::from_bytes(header.get_ref().as_bytes()).is_err() {
+            return Err(at(
+                header.span(),
+                format!(
+                    "agents.{name}.headers_env: {:?} is not a header name",
+                    header.get_ref()
+                ),
+            ));
         }
+        let valid = !variable.get_ref().is_empty()
+            && variable
+                .get_ref()
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !valid {
+            return Err(at(
+                variable.span(),
+                format!(
+                    "agents.{name}.headers_env.{}: {:?} is not an environment variable's name",
+                    header.get_ref(),
+                    variable.get_ref()
+                ),
+            ));
+        }
+        config
+            .headers_env
+            .push((header.get_ref().clone(), variable.get_ref().clone()));
     }
     if let Some(list) = &agent.forward_client_headers {
         config.forward = ForwardPolicy::parse(list.get_ref()).map_err(|e| {
@@ -615,8 +676,8 @@ struct FileAgent {
     format: Option<Spanned<String>>,
     /// The older name of `format`.
     output: Option<Spanned<String>>,
-    headers: Option<Spanned<BTreeMap<String, String>>>,
-    headers_env: Option<Spanned<BTreeMap<String, String>>>,
+    headers: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
+    headers_env: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
     forward_client_headers: Option<Spanned<Vec<String>>>,
     allowed_origins: Option<Spanned<Vec<String>>>,
     allow: Option<Spanned<Vec<String>>>,

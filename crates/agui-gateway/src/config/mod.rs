@@ -62,6 +62,7 @@
 //! ```
 
 mod cors;
+pub mod env;
 mod file;
 
 use std::net::SocketAddr;
@@ -74,6 +75,7 @@ use url::{Origin, Url};
 use crate::forwarding::{ForwardPolicy, TrustedProxies};
 pub use crate::journal::{Backend, JournalConfig, JournalLimits};
 pub use cors::{CorsConfig, OriginRule};
+pub use env::Environment;
 
 /// Each stream holds two sockets; the open-file limit is usually the bound.
 pub const DEFAULT_MAX_STREAMS: usize = 10_000;
@@ -92,6 +94,9 @@ pub enum ConfigError {
     },
     #[error("{path}: {message}")]
     File { path: String, message: String },
+    /// A value set or referenced through the environment.
+    #[error("environment variable {variable}: {message}")]
+    Env { variable: String, message: String },
 }
 
 /// Which A2A dialect to speak to an upstream when the gateway builds the
@@ -302,17 +307,32 @@ impl Config {
         }
     }
 
+    /// The file at `path` with what the process's environment sets.
     pub fn load(path: &str) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
             path: path.to_owned(),
             message: format!("cannot read: {e}"),
         })?;
-        Config::parse(path, &text)
+        file::parse(path, &text, &Environment::of_process())
     }
 
-    /// Parses and checks a TOML configuration; every error names its line.
+    /// A configuration from `AGUI_GATEWAY__…` variables alone, when any
+    /// is set.
+    pub fn from_environment() -> Option<Result<Config, ConfigError>> {
+        let env = Environment::of_process();
+        env.sets_keys()
+            .then(|| file::parse("(environment)", "", &env))
+    }
+
+    /// Parses and checks a TOML configuration; every error names its line
+    /// (the process's environment is not read: tests).
     pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
-        file::parse(path, text)
+        file::parse(path, text, &Environment::from_pairs([]))
+    }
+
+    /// `parse` with a given environment.
+    pub fn parse_with(path: &str, text: &str, env: &Environment) -> Result<Config, ConfigError> {
+        file::parse(path, text, env)
     }
 }
 

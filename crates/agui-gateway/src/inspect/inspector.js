@@ -161,6 +161,16 @@
     return doc;
   }
 
+  /// In place, so an object's members keep their order.
+  function replaceAt(doc, pointer, value) {
+    const { parent, key } = locate(doc, pointer);
+    if (parent === null) return value;
+    if (Array.isArray(parent)) parent[arrayIndex(parent, key, false)] = value;
+    else if (Object.prototype.hasOwnProperty.call(parent, key)) parent[key] = value;
+    else throw new Error(`path ${pointer} does not exist`);
+    return doc;
+  }
+
   function removeAt(doc, pointer) {
     const { parent, key } = locate(doc, pointer);
     if (parent === null) throw new Error("cannot remove the whole document");
@@ -199,8 +209,7 @@
           out = removeAt(out, op.path);
           break;
         case "replace":
-          getAt(out, op.path);
-          out = op.path === "" ? clone(op.value) : addAt(removeAt(out, op.path), op.path, clone(op.value));
+          out = replaceAt(out, op.path, clone(op.value));
           break;
         case "move": {
           if (op.path.startsWith(`${op.from}/`)) throw new Error("cannot move a value into itself");
@@ -1070,7 +1079,7 @@
           this.details(`data${v.artifactId ? ` · ${v.artifactId}` : ""}`, v.data, "data");
           break;
         case "a2a.artifact":
-          this.note(`artifact ${text(v.name || v.artifactId)}${v.description ? `: ${text(v.description)}` : ""}`, "muted", "artifact");
+          this.note(`artifact · ${text(v.name || v.artifactId)}${v.description ? `: ${text(v.description)}` : ""}`, "muted", "artifact");
           break;
         default:
           this.details(`custom · ${text(name)}`, value, "custom");
@@ -1157,9 +1166,8 @@
       this.add(el, "outcome");
       for (const id of pending) this.clientTool(id);
       const seconds = ((performance.now() - this.started) / 1000).toFixed(2);
-      const state = result.state ? `task ${result.state}` : "";
       const waiting = outcome && outcome.type === "interrupt" ? "interrupted" : pending.length ? "waiting for a tool result" : "";
-      setStatus("finished", "finished", [state, waiting, `${this.aguiRows} AG-UI`, `${this.a2aRows} A2A`, `${seconds} s`].filter(Boolean).join(" · "));
+      setStatus("finished", "finished", [waiting, `${this.aguiRows} AG-UI`, `${this.a2aRows} A2A`, `${seconds} s`].filter(Boolean).join(" · "));
     }
 
     /// Records a client tool's call on the assistant message it follows
@@ -1379,6 +1387,12 @@
     });
     // The key stays in this page's memory (the field): never stored, never in a URL.
     els.apiKey.addEventListener("change", loadAgents);
+    // The field sits in a form (browsers want password fields in one) that
+    // never submits: Enter reloads the agents with the key.
+    $("key-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      loadAgents();
+    });
     linkHandlers();
     newThread();
     loadAgents();

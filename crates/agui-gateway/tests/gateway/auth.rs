@@ -87,7 +87,7 @@ async fn only_valid_credentials_reach_the_agents_they_are_allowed() {
     let config = write_config(
         "auth.toml",
         &format!(
-            "[auth]\napi_keys_file = \"{}\"\n[auth.jwt]\njwks_url = \"{jwks}\"\nissuer = \"https://issuer.test/\"\naudience = \"agui-gateway\"\nleeway_secs = 5\nalgorithms = [\"EdDSA\"]\n\
+            "default_agent = \"a\"\n[auth]\napi_keys_file = \"{}\"\n[auth.jwt]\njwks_url = \"{jwks}\"\nissuer = \"https://issuer.test/\"\naudience = \"agui-gateway\"\nleeway_secs = 5\nalgorithms = [\"EdDSA\"]\n\
              [agents.a]\nupstream = \"http://{up}/agents/a/\"\nallow = [\"key:web\", \"sub:alice\", \"key:ci\"]\n\
              [agents.b]\nupstream = \"http://{up}/agents/a/\"\nallow = [\"sub:bob\"]\n",
             keys.display()

@@ -7,6 +7,7 @@
 
 mod auth;
 mod batching;
+mod config;
 mod cors;
 mod edge;
 mod frameworks;
@@ -28,7 +29,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use support::*;
 
-const SEED_BODY: &str = r#"{"request": {"role": "user", "parts": [{"text": "Hello"}]}}"#;
+pub const SEED_BODY: &str = r#"{"request": {"role": "user", "parts": [{"text": "Hello"}]}}"#;
 
 fn stream_request(v10: bool, text: &str) -> (Value, Option<(&'static str, &'static str)>) {
     if v10 {
