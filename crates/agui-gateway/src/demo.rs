@@ -261,6 +261,7 @@ fn answer(task: &str, context: &str, question: &str, metadata: &Value) -> Vec<Va
         }
         json!({ "kind": "artifact-update", "taskId": task, "contextId": context, "artifact": artifact, "append": append, "lastChunk": last })
     };
+    let cited = format!("It is sunny in {city}");
     let mut events = vec![
         json!({ "kind": "task", "id": task, "contextId": context, "status": { "state": "submitted" } }),
         status(
@@ -293,14 +294,16 @@ fn answer(task: &str, context: &str, question: &str, metadata: &Value) -> Vec<Va
             "metadata": { "event_type": "tool_call", "tool_call_id": "call-weather", "is_error": false, "is_final": true } }]),
             None,
         ),
-        chunk(&format!("It is sunny in {city}"), false, false, None, None),
+        chunk(&cited, false, false, None, None),
         chunk(
             ", 22 °C",
             true,
             false,
+            // The citation covers the sentence's cited part, whatever the
+            // city's length (offsets in characters).
             Some(
                 json!({ "kind": "citation", "url": "https://weather.example/today",
-            "title": "Weather service", "start_index": 0, "end_index": 20 }),
+            "title": "Weather service", "start_index": 0, "end_index": cited.chars().count() }),
             ),
             None,
         ),
