@@ -143,3 +143,36 @@ fn the_normaliser_and_matcher_do_what_they_say() {
     assert!(!matches(&lines("a\n...\nd"), &lines("a\nb\nc")));
     assert!(!matches(&lines("a\nb"), &lines("a\nc")));
 }
+
+/// The README's reference is complete: every error code the gateway
+/// writes has its row in the table, with its side; every flag of every
+/// command is named.
+#[test]
+fn the_readme_names_every_error_code_and_every_flag() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    for code in a2a_agui::ErrorCode::ALL {
+        let row = format!("| `{}` | {} |", code.as_str(), code.side().as_str());
+        assert!(readme.contains(&row), "README has no row {row:?}");
+    }
+    for command in [&[][..], &["demo"], &["convert"], &["check-config"]] {
+        let output = Command::new(env!("CARGO_BIN_EXE_agui-gateway"))
+            .args(command)
+            .arg("--help")
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&output.stdout);
+        let flags: Vec<&str> = help
+            .split(|c: char| c.is_whitespace() || c == ',' || c == '[' || c == '=')
+            .filter(|word| word.starts_with("--") && word.len() > 2)
+            .filter(|word| !matches!(*word, "--help" | "--version"))
+            .collect();
+        assert!(!flags.is_empty() || command == ["check-config"], "{help}");
+        for flag in flags {
+            let flag = flag.trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
+            assert!(
+                readme.contains(&format!("`{flag}")),
+                "README does not name {flag} ({command:?})"
+            );
+        }
+    }
+}
