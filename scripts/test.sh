@@ -2,9 +2,10 @@
 # The one test command (README, .ci/run). Installs everything the tests need,
 # pinned, into git-ignored caches (.cache/, node_modules/), then runs every
 # test: lints, Rust unit/golden/property/integration tests, the real AG-UI
-# clients and validator over the golden outputs, the real A2A agents' smoke
-# test, a build of the benchmarks (built so they cannot rot, never timed) and
-# a bounded fuzzing run.
+# clients and validator over the golden outputs, the inspector and the
+# examples in headless Chromium, the real A2A agents' smoke test, a build of
+# the benchmarks (built so they cannot rot, never timed) and a bounded fuzzing
+# run.
 # Non-interactive; every step runs even if an earlier one failed.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -35,7 +36,9 @@ step "install: AG-UI clients and validator" tests/conformance/setup.sh
 step "install: real A2A agents" bash tests/agents/setup.sh
 step "install: agent frameworks (ADK, fasta2a, Strands, ...)" bash tests/frameworks/setup.sh
 step "install: CopilotKit runtime 1.75.0" bash tests/copilotkit/setup.sh
-step "install: redis-server (Debian, for the shared journal)" bash scripts/apt-install.sh redis-server=redis-server
+# One apt-get update for both.
+step "install: redis-server (the shared journal) and chromium (the browser tests), Debian's" \
+    bash scripts/apt-install.sh redis-server=redis-server chromium=chromium
 step "cargo fmt --check" cargo fmt --all -- --check
 step "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 step "module graphs have no cycle" python3 scripts/module_graph.py --quiet
@@ -50,10 +53,12 @@ step "agent frameworks through the gateway x @ag-ui/client version" \
 step "real clients over the golden outputs" tests/conformance/check-recordings.sh tests/golden
 step "A2UI activity parity with @ag-ui/a2a" node tests/conformance/node/a2ui-parity.mjs tests/golden/a2ui-v0.8-and-v0.9-surfaces
 step "conformance harness self-test" tests/conformance/selftest.sh
+step "inspector in headless Chromium (the demo run renders)" bash tests/inspector/run.sh
+step "examples: browser (@ag-ui/client 1.0.0 in headless Chromium) and CopilotKit" bash scripts/examples.sh
 step "real A2A agents smoke test" env SKIP_SETUP=1 RECORDINGS_DIR="$recordings" bash tests/agents/smoke.sh
 step "a2a-sdk client: direct vs through the gateway" bash tests/conformance/a2a_client_diff.sh
 step "load tools smoke test (not timed)" bash bench/smoke.sh
-step "deploy/ checks (hadolint, kubernetes-validate, check-config)" bash deploy/check.sh
+step "deploy/ checks (build context, hadolint, kustomize render, kubernetes-validate, cross-object checks, check-config)" bash deploy/check.sh
 step "fuzz targets, 30 s each (URL builder, SSE + converter, request readers)" bash scripts/fuzz.sh 30
 
 printf '\nstep times:\n'
