@@ -229,12 +229,21 @@ def flat(table, prefix=""):
 
 # --- secrets ----------------------------------------------------------------------------------
 
+# A value that only references a secret (`${NAME}`, `${file:PATH}`, with
+# text around it such as "Bearer ") holds none itself.
+REFERENCE = re.compile(r"^[^$]*\$\{(?:file:[^}]+|[A-Za-z0-9_]+)\}[^$]*$")
+
+
 def config_headers_ok(config, where):
-    """No header in `headers` that looks like a credential: those go through headers_env."""
+    """No credential-looking header in `headers` with a literal value: those go through
+    headers_env or a ${NAME} / ${file:PATH} reference, and the Secret."""
     for name, agent in config.get("agents", {}).items():
-        for header in agent.get("headers", {}):
-            if SECRET_HEADER.search(header):
-                raise Failed(f"{where}: agents.{name}.headers has {header}: use headers_env and the Secret")
+        for header, value in agent.get("headers", {}).items():
+            if SECRET_HEADER.search(header) and not REFERENCE.match(str(value)):
+                raise Failed(
+                    f"{where}: agents.{name}.headers has {header} with a literal value: "
+                    "reference the Secret (${NAME}, ${file:PATH} or headers_env)"
+                )
 
 
 def cmd_no_secrets(*paths):

@@ -11,7 +11,7 @@
 //   node tests/inspector/test.mjs http://127.0.0.1:PORT   (a gateway running `demo`)
 //
 // Prints "N passed, N failed"; exits 1 on any failure.
-import { mkdirSync } from "node:fs";
+import { mkdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -245,7 +245,7 @@ await scenario("an AG-UI event lights up the A2A event it came from", async () =
   await page.waitForTimeout(1300); // the state's highlight fades
   mkdirSync(dirname(screenshot), { recursive: true });
   await page.screenshot({ path: screenshot });
-  check(`screenshot written (${screenshot})`, true);
+  check(`screenshot written (${screenshot})`, statSync(screenshot).size > 10_000);
   await page.mouse.move(700, 5);
 });
 

@@ -72,7 +72,8 @@ impl<I: IdSource> StreamConverter<I> {
 
     /// Every upstream event is written too, as an `event: a2a` frame (no
     /// id) before the AG-UI frames it produced: the inspector shows both
-    /// sides of a run. Clients that dispatch by event type ignore it.
+    /// sides of a run. For readers that dispatch on the event name only:
+    /// `@ag-ui/client` reads every `data:` line as an AG-UI event.
     pub fn with_tap(mut self) -> Self {
         self.taps = Some(Vec::new());
         self

@@ -95,7 +95,8 @@ impl AccessNote {
     /// The run ended in `RUN_ERROR` with this code.
     pub fn run_error(&self, code: &str) {
         if let Ok(mut fields) = self.0.fields.lock() {
-            fields.error = Some(code.to_owned());
+            // An agent's code is its text: bounded for the log and spans.
+            fields.error = Some(crate::metrics::bounded_code(code).to_owned());
         }
     }
 }

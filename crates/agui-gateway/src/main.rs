@@ -332,6 +332,11 @@ fn serve_config(args: ServeArgs) -> anyhow::Result<Config> {
     let mut config = match (&args.config, &args.upstream) {
         (Some(path), _) => Config::load(&path.display().to_string())?,
         (None, Some(upstream)) => {
+            if agui_gateway::config::Environment::of_process().sets_keys() {
+                tracing::warn!(
+                    "AGUI_GATEWAY__… variables are set but --upstream takes none: they configure --config files and configurations from the environment"
+                );
+            }
             // `localhost:9999` parses as a URL of scheme "localhost".
             if !matches!(upstream.scheme(), "http" | "https") || upstream.host_str().is_none() {
                 bail!(
@@ -395,11 +400,15 @@ fn serve_config(args: ServeArgs) -> anyhow::Result<Config> {
             return None;
         }
         let standard = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok()?;
-        Url::parse(&standard).ok()
+        let parsed = Url::parse(&standard).ok();
+        if parsed.is_none() {
+            tracing::warn!("OTEL_EXPORTER_OTLP_ENDPOINT is not a URL: no spans are exported");
+        }
+        parsed
     });
     if let Some(url) = otlp {
         if !matches!(url.scheme(), "http" | "https") {
-            bail!("--otlp-endpoint {url}: an OTLP/HTTP collector is an http:// or https:// URL");
+            bail!("--otlp-endpoint: an OTLP/HTTP collector is an http:// or https:// URL");
         }
         config.otlp_endpoint = Some(url);
     }
@@ -497,7 +506,6 @@ async fn serve(config: Config, banner: Option<String>) -> anyhow::Result<()> {
         write_timeout: config.limits.write_timeout,
     };
     warn_if_files_run_short(limits.max_connections);
-    agui_gateway::telemetry::init_propagation();
     let tracing_provider = match &config.otlp_endpoint {
         Some(url) => Some(agui_gateway::telemetry::init(url)?),
         None => None,

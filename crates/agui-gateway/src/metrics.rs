@@ -30,6 +30,30 @@ const MAX_ERROR_CODES: usize = 256;
 /// The label of requests that name no agent (`/v1/agents`).
 pub const NO_AGENT: &str = "";
 
+/// What an error code that cannot be a label becomes.
+const OTHER_CODE: &str = "other";
+
+/// The longest error code kept as it is.
+const MAX_CODE_LEN: usize = 64;
+
+/// An error code as labels, logs and spans may carry it: an agent's code
+/// is its text, so one that is long or holds anything but `A-Z`, `0-9`
+/// and `_` is `other`.
+pub fn bounded_code(code: &str) -> &str {
+    let plain = !code.is_empty()
+        && code.len() <= MAX_CODE_LEN
+        && code
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    if plain { code } else { OTHER_CODE }
+}
+
+fn is_own_code(code: &str) -> bool {
+    a2a_agui::ErrorCode::ALL
+        .iter()
+        .any(|own| own.as_str() == code)
+}
+
 pub struct Metrics {
     registry: Registry,
     agent_up: IntGaugeVec,
@@ -257,6 +281,12 @@ impl Metrics {
         self.open_connections.add(delta);
     }
 
+    /// An agent's per-stream series exist from the start (at 0): a fresh
+    /// replica shows `agui_gateway_active_streams{agent} 0`, not nothing.
+    pub fn register_agent(&self, agent: &str) {
+        let _ = self.stream_metrics(agent);
+    }
+
     /// A converted stream of `agent` opens: its series, resolved once.
     pub fn stream_started(&self, agent: &str) -> ActiveStream {
         let metrics = self.stream_metrics(agent);
@@ -295,12 +325,17 @@ impl Metrics {
             .map_or(0, |streams| streams.values().map(|m| m.active.get()).sum())
     }
 
-    /// A run or request of `agent` ended in error `code`.
+    /// A run or request of `agent` ended in error `code`. The gateway's own
+    /// codes always count as themselves; an agent's (`A2A_<reason>`) only
+    /// while they are short, plain and fewer than `MAX_ERROR_CODES`.
     pub fn count_error(&self, agent: &str, code: &str) {
-        let known = self.error_codes.lock().is_ok_and(|mut codes| {
-            codes.contains(code) || (codes.len() < MAX_ERROR_CODES && codes.insert(code.to_owned()))
-        });
-        let code = if known { code } else { "other" };
+        let code = bounded_code(code);
+        let known = is_own_code(code)
+            || self.error_codes.lock().is_ok_and(|mut codes| {
+                codes.contains(code)
+                    || (codes.len() < MAX_ERROR_CODES && codes.insert(code.to_owned()))
+            });
+        let code = if known { code } else { OTHER_CODE };
         self.errors.with_label_values(&[agent, code]).inc();
     }
 
@@ -380,12 +415,17 @@ mod tests {
         for n in 0..MAX_ERROR_CODES + 50 {
             metrics.count_error("a", &format!("CODE_{n}"));
         }
+        // The gateway's own codes still count as themselves.
+        metrics.count_error("a", "GATEWAY_BUSY");
+        metrics.count_error("a", &"X".repeat(1000));
+        metrics.count_error("a", "A2A_<script>");
         let text = metrics.render(None, &[]);
         let series = text
             .lines()
             .filter(|l| l.starts_with("agui_gateway_errors_total{"))
             .count();
-        assert_eq!(series, MAX_ERROR_CODES + 1, "{text}");
-        assert!(text.contains("kind=\"other\"} 50"), "{text}");
+        assert_eq!(series, MAX_ERROR_CODES + 2, "{text}");
+        assert!(text.contains("kind=\"other\"} 52"), "{text}");
+        assert!(text.contains("kind=\"GATEWAY_BUSY\"} 1"), "{text}");
     }
 }

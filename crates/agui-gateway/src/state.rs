@@ -78,13 +78,17 @@ impl AppState {
             .backend
             .is_on()
             .then(|| MemoryJournal::new(config.journal.limits));
+        let metrics = Metrics::default();
+        for name in agents.keys() {
+            metrics.register_agent(name);
+        }
         Ok(AppState {
             streams: Arc::new(Semaphore::new(config.limits.max_streams)),
             auth: Authenticator::load(&config.auth, &config.limits)?,
             rate_limit: config.rate_limit.map(RateLimiter::new),
             config,
             agents,
-            metrics: Arc::new(Metrics::default()),
+            metrics: Arc::new(metrics),
             shutdown,
             threads: Threads::default(),
             journal,

@@ -2,17 +2,20 @@
 //! `traceparent` its parent), a client span per agent the request calls,
 //! whose context goes upstream as `traceparent`. Spans are exported over
 //! OTLP/HTTP (JSON) when an endpoint is configured; without one the
-//! tracer is the no-op one, which still continues the client's trace
-//! upstream (its span context passes through unchanged).
+//! gateway makes no span and changes no trace header: the client's
+//! `traceparent` goes upstream where the forwarding policy forwards it. W3C trace
+//! context only (`traceparent`, `tracestate`).
 //!
 //! Spans carry the method, the route, the status, the agent, the mode,
 //! the event count and the `RUN_ERROR` code: never a header, a query or a
 //! body.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::{HeaderMap, Method, StatusCode};
+use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue, global};
 use opentelemetry_http::{Bytes, HeaderExtractor, HeaderInjector, HttpClient, HttpError};
@@ -23,6 +26,14 @@ use url::Url;
 
 /// The instrumentation scope and the default `service.name`.
 const NAME: &str = "agui-gateway";
+
+/// Set once spans are exported: without it a request makes no span (the
+/// client's context is passed on as it came), which costs no allocation.
+static EXPORTING: AtomicBool = AtomicBool::new(false);
+
+fn exporting() -> bool {
+    EXPORTING.load(Ordering::Relaxed)
+}
 
 /// The W3C trace-context headers: replaced, never passed on as the client
 /// sent them, when the gateway adds its own span.
@@ -46,6 +57,8 @@ pub fn init(endpoint: &Url) -> Result<SdkTracerProvider, TelemetryError> {
     let client = OnRuntime {
         client: reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
+            // Like every other call: the configured origin, never another.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| TelemetryError::Exporter(e.to_string()))?,
         runtime: tokio::runtime::Handle::current(),
@@ -66,12 +79,8 @@ pub fn init(endpoint: &Url) -> Result<SdkTracerProvider, TelemetryError> {
         .with_resource(resource.build())
         .build();
     global::set_tracer_provider(provider.clone());
+    EXPORTING.store(true, Ordering::Relaxed);
     Ok(provider)
-}
-
-/// The W3C trace-context propagator, whether or not spans are exported.
-pub fn init_propagation() {
-    global::set_text_map_propagator(TraceContextPropagator::new());
 }
 
 /// The batch processor exports from a thread of its own, which has no
@@ -111,9 +120,16 @@ pub type SharedTrace = Arc<RequestTrace>;
 /// The server span of a request, its parent read from the client's
 /// `traceparent` (a malformed one starts a new trace).
 pub fn start_request(headers: &HeaderMap, method: &Method, path: &str) -> SharedTrace {
-    let parent = global::get_text_map_propagator(|p| p.extract(&HeaderExtractor(headers)));
+    let parent = TraceContextPropagator::new().extract(&HeaderExtractor(headers));
+    if !exporting() {
+        return Arc::new(RequestTrace {
+            cx: parent,
+            upstream: Mutex::new(Vec::new()),
+        });
+    }
     let route = route_of(path);
-    let span = global::tracer(NAME)
+    let tracer = global::tracer(NAME);
+    let span = tracer
         .span_builder(format!("{method} {route}"))
         .with_kind(SpanKind::Server)
         .with_attributes([
@@ -121,7 +137,7 @@ pub fn start_request(headers: &HeaderMap, method: &Method, path: &str) -> Shared
             KeyValue::new("http.route", route),
             KeyValue::new("url.path", path.chars().take(200).collect::<String>()),
         ])
-        .start_with_context(&global::tracer(NAME), &parent);
+        .start_with_context(&tracer, &parent);
     Arc::new(RequestTrace {
         cx: parent.with_span(span),
         upstream: Mutex::new(Vec::new()),
@@ -139,19 +155,31 @@ pub struct Outcome<'a> {
 }
 
 impl RequestTrace {
-    /// A client span for a call to `agent`; its context replaces any
-    /// trace-context headers in `headers`, which go upstream.
+    /// A client span for a call to `agent`, when spans are exported: its
+    /// `traceparent` (the gateway's own header, like `Via`) replaces the
+    /// client's in `headers`, which go upstream; the client's `tracestate`
+    /// goes on only where the forwarding policy let it through (it is in
+    /// `headers` then). Without an exporter the headers are left as the
+    /// policy made them: the client's trace goes on if it forwards them.
     pub fn call_upstream(&self, agent: &str, headers: &mut HeaderMap) {
-        let span = global::tracer(NAME)
-            .span_builder(format!("A2A {agent}"))
-            .with_kind(SpanKind::Client)
-            .with_attributes([KeyValue::new("agui.agent", agent.to_owned())])
-            .start_with_context(&global::tracer(NAME), &self.cx);
-        let cx = self.cx.with_span(span);
+        if !exporting() {
+            return;
+        }
+        let forwards_state = headers.contains_key("tracestate");
         for name in TRACE_HEADERS {
             headers.remove(name);
         }
-        global::get_text_map_propagator(|p| p.inject_context(&cx, &mut HeaderInjector(headers)));
+        let tracer = global::tracer(NAME);
+        let span = tracer
+            .span_builder(format!("A2A {agent}"))
+            .with_kind(SpanKind::Client)
+            .with_attributes([KeyValue::new("agui.agent", agent.to_owned())])
+            .start_with_context(&tracer, &self.cx);
+        let cx = self.cx.with_span(span);
+        TraceContextPropagator::new().inject_context(&cx, &mut HeaderInjector(headers));
+        if !forwards_state {
+            headers.remove("tracestate");
+        }
         if let Ok(mut calls) = self.upstream.lock() {
             calls.push(cx);
         }
@@ -160,6 +188,9 @@ impl RequestTrace {
     /// Ends the client spans, then the server span, with what the request
     /// became.
     pub fn end(&self, outcome: &Outcome<'_>) {
+        if !exporting() {
+            return;
+        }
         let failed = outcome.status.is_server_error() || outcome.run_error.is_some();
         if let Ok(mut spans) = self.upstream.lock() {
             for call in spans.drain(..) {

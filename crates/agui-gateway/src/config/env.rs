@@ -37,7 +37,10 @@ pub struct Environment {
 impl Environment {
     /// The process's environment.
     pub fn of_process() -> Environment {
-        Environment::from_pairs(std::env::vars())
+        // `vars()` would panic on a variable that is not UTF-8: skipped.
+        Environment::from_pairs(std::env::vars_os().filter_map(|(name, value)| {
+            Some((name.into_string().ok()?, value.into_string().ok()?))
+        }))
     }
 
     /// A given environment (tests).
@@ -208,16 +211,23 @@ pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Str
 
 fn resolve(reference: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
     if let Some(path) = reference.strip_prefix("file:") {
-        let size = std::fs::metadata(path)
-            .map_err(|e| format!("${{file:{path}}}: cannot read: {e}"))?
-            .len();
-        if size > MAX_FILE_BYTES {
+        use std::io::Read as _;
+        let cannot = |e: std::io::Error| format!("${{file:{path}}}: cannot read: {e}");
+        // Read through a bound, not by the size the file says it has (a
+        // pipe or a /proc file says 0).
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .map_err(cannot)?
+            .take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(cannot)?;
+        if bytes.len() as u64 > MAX_FILE_BYTES {
             return Err(format!(
-                "${{file:{path}}}: {size} bytes, more than a secret's {MAX_FILE_BYTES}"
+                "${{file:{path}}}: more than a secret's {MAX_FILE_BYTES} bytes"
             ));
         }
-        let content = std::fs::read_to_string(path)
-            .map_err(|e| format!("${{file:{path}}}: cannot read: {e}"))?;
+        let content =
+            String::from_utf8(bytes).map_err(|_| format!("${{file:{path}}}: not UTF-8 text"))?;
         return Ok(content
             .strip_suffix("\r\n")
             .or_else(|| content.strip_suffix('\n'))
@@ -285,6 +295,9 @@ mod tests {
         std::fs::write(&large, vec![b'x'; 70 * 1024]).unwrap();
         let text = format!("${{file:{}}}", large.display());
         assert!(expand(&text, &lookup).unwrap_err().contains("more than"));
+        // A file that says it is empty is read through the bound too.
+        let endless = "${file:/dev/zero}";
+        assert!(expand(endless, &lookup).unwrap_err().contains("more than"));
     }
 
     #[test]

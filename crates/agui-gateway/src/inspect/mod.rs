@@ -26,10 +26,11 @@ pub fn page_routes<S: Clone + Send + Sync + 'static>(router: Router<S>) -> Route
             "/inspect",
             get(|| async { asset("text/html; charset=utf-8", INDEX) }),
         )
-        // The page's relative links resolve against `/inspect`.
+        // The page's relative links resolve against `/inspect`; so does this
+        // redirect, which then holds behind a path prefix.
         .route(
             "/inspect/",
-            get(|| async { Redirect::permanent("/inspect") }),
+            get(|| async { Redirect::permanent("../inspect") }),
         )
         .route(
             "/inspect/inspector.js",

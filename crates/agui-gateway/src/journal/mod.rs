@@ -49,10 +49,9 @@ impl Backend {
                 .ok()
                 .filter(|u| u.host_str().is_some_and(|h| !h.is_empty()))
                 .map(Backend::Redis)
-                .ok_or_else(|| format!("{url:?} is not a redis://host[:port][/db] URL")),
-            other => Err(format!(
-                "{other:?} is not \"memory\", \"off\" or a redis:// URL"
-            )),
+                // Never quoted back: the URL may hold a password.
+                .ok_or_else(|| "not a redis://host[:port][/db] URL".to_owned()),
+            _ => Err("not \"memory\", \"off\" or a redis:// URL".to_owned()),
         }
     }
 

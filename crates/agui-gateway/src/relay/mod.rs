@@ -517,16 +517,16 @@ impl RelayState {
     /// Converts a chunk of an event stream onto `out`.
     fn convert_sse(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
         self.record(InputOp::Sse, bytes);
-        let before = out.len();
         if let Err(err) = self.stream.feed_sse(bytes, now_ms(), out) {
             tracing::error!("gateway failed to encode an event: {err}");
         }
         if self.stream.is_finished() {
             self.source = Source::Done;
         }
-        if out.len() > before {
-            // Progress: a stream that breaks later may be re-attached to
-            // as often again.
+        if !self.stream.last_events().is_empty() {
+            // Progress (AG-UI events, not the inspector's tapped frames):
+            // a stream that breaks later may be re-attached to as often
+            // again.
             self.reattached = 0;
         }
         self.note_events();

@@ -137,6 +137,22 @@ fn check_config_names_the_line_of_each_invalid_value() {
     for (text, says) in &cases {
         refused(text, &[], says);
     }
+    // A header value is never quoted back (it may be a secret).
+    let output = check(
+        &format!("{AGENT}[agents.a.headers]\nX-Token = \"s3cret\\nzzkq\"\n"),
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        !stderr.contains("s3cret") && !stderr.contains("zzkq"),
+        "{stderr}"
+    );
+    // Nor is a Redis URL with its password.
+    let output = check(&format!("journal = \"redis://:hunter2@\"\n{AGENT}"), &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("gw.toml:1: journal"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
     // A value the environment sets is named by its variable.
     refused(
         AGENT,
@@ -221,7 +237,9 @@ async fn keys_and_secrets_come_from_the_environment() {
     let file = dir().join("override.toml");
     std::fs::write(
         &file,
-        format!("[limits]\nmax_streams = 5\n[agents.a]\nupstream = \"http://{upstream}/\"\n"),
+        format!(
+            "listen = \"127.0.0.1:1\"\n[limits]\nmax_streams = 5\n[agents.a]\nupstream = \"http://{upstream}/\"\n"
+        ),
     )
     .unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_agui-gateway"))

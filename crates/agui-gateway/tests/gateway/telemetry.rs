@@ -70,12 +70,14 @@ fn attribute<'a>(span: &'a Value, key: &str) -> Option<&'a Value> {
         .map(|a| &a["value"])
 }
 
-/// One converted run with the client's `traceparent`; what the agent got.
-async fn traced_run(gw: &Process, fake: &Fake) -> String {
+/// One converted run with the client's `traceparent` and `tracestate`;
+/// the trace headers the agent got (each at most once).
+async fn traced_run(gw: &Process, fake: &Fake) -> (String, Option<String>) {
     let response = client()
         .post(format!("{}/v1/agents/default/stream?format=agui", gw.url()))
         .header("X-Fake", "fixed")
         .header("traceparent", format!("00-{TRACE_ID}-{CLIENT_SPAN}-01"))
+        .header("tracestate", "vendor=client-data")
         .body(SEED_BODY)
         .send()
         .await
@@ -83,11 +85,19 @@ async fn traced_run(gw: &Process, fake: &Fake) -> String {
     let text = response.text().await.unwrap();
     assert!(text.contains("RUN_FINISHED"), "{text}");
     let log = fake.log.lock().unwrap();
-    log.headers
-        .iter()
-        .find(|(name, _)| name == "traceparent")
-        .map(|(_, value)| value.clone())
-        .unwrap_or_default()
+    let values = |wanted: &str| -> Vec<String> {
+        log.headers
+            .iter()
+            .filter(|(name, _)| name == wanted)
+            .map(|(_, value)| value.clone())
+            .collect()
+    };
+    let (parents, states) = (values("traceparent"), values("tracestate"));
+    assert!(parents.len() <= 1 && states.len() <= 1, "{:?}", log.headers);
+    (
+        parents.into_iter().next().unwrap_or_default(),
+        states.into_iter().next(),
+    )
 }
 
 #[tokio::test]
@@ -108,7 +118,10 @@ async fn spans_reach_the_collector_in_the_clients_trace() {
         "the gateway",
         Duration::from_secs(30),
     );
-    let upstream_parent = traced_run(&gw, &fake).await;
+    let (upstream_parent, state) = traced_run(&gw, &fake).await;
+    // The default policy forwards every header: the client's tracestate
+    // goes on in the gateway's context.
+    assert_eq!(state.as_deref(), Some("vendor=client-data"));
 
     // The agent's parent is the gateway's client span, in the same trace.
     let parts: Vec<&str> = upstream_parent.split('-').collect();
@@ -178,12 +191,44 @@ async fn spans_reach_the_collector_in_the_clients_trace() {
     );
 }
 
-/// Without a collector nothing is exported, and the client's trace still
-/// reaches the agent: its `traceparent` as it was.
+/// Without a collector the gateway changes no trace header: the client's
+/// reach the agent as they were where the forwarding policy forwards them,
+/// and not where it does not. With one, the gateway's `traceparent` goes
+/// in any case, the client's `tracestate` only where the policy allows.
 #[tokio::test]
-async fn without_a_collector_the_clients_trace_goes_on_upstream() {
+async fn trace_headers_follow_the_forwarding_policy() {
     let (upstream, fake) = fake_upstream().await;
     let gw = gateway_for(&format!("http://{upstream}/"), &[]);
-    let upstream_parent = traced_run(&gw, &fake).await;
-    assert_eq!(upstream_parent, format!("00-{TRACE_ID}-{CLIENT_SPAN}-01"));
+    let (parent, state) = traced_run(&gw, &fake).await;
+    assert_eq!(parent, format!("00-{TRACE_ID}-{CLIENT_SPAN}-01"));
+    assert_eq!(state.as_deref(), Some("vendor=client-data"));
+    drop(gw);
+
+    let gw = gateway_for(
+        &format!("http://{upstream}/"),
+        &["--forward-client-headers", "x-request-id"],
+    );
+    let (parent, state) = traced_run(&gw, &fake).await;
+    assert_eq!(parent, "", "a policy that forwards no trace header");
+    assert_eq!(state, None);
+    drop(gw);
+
+    let (collector, _received) = collector().await;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agui-gateway"));
+    command
+        .args(["--upstream", &format!("http://{upstream}/")])
+        .args(["--forward-client-headers", "x-request-id"])
+        .args(["--otlp-endpoint", &format!("http://{collector}")])
+        .args(["--listen", "127.0.0.1:0"])
+        .env("AGUI_GATEWAY_LOG", "warn");
+    let gw = start_within(
+        command,
+        "listening on ",
+        "the gateway",
+        Duration::from_secs(30),
+    );
+    let (parent, state) = traced_run(&gw, &fake).await;
+    assert!(parent.starts_with(&format!("00-{TRACE_ID}-")), "{parent}");
+    assert!(!parent.contains(CLIENT_SPAN), "{parent}");
+    assert_eq!(state, None, "the policy does not forward tracestate");
 }
