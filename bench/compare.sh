@@ -8,14 +8,17 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$(pwd)
-OUT="$ROOT/bench/results"
+# OUT: where the results go (an A/B of two builds writes elsewhere).
+OUT=${OUT:-"$ROOT/bench/results"}
 mkdir -p "$OUT"
 SCALES=${SCALES:-"100 1000 8000"}
 # Optional: only some setups (SETUPS="gateway nginx"), extra gateway flags
-# (GATEWAY_ARGS="--workers 1"), and every proxy pinned to one CPU while the
-# load generator and the upstream keep both (PIN_CPU=1).
+# (GATEWAY_ARGS="--workers 1"), every proxy pinned to one CPU while the
+# load generator and the upstream keep both (PIN_CPU=1), and another
+# gateway binary (GATEWAY_BIN=/path, for an A/B of two builds).
 SETUPS=${SETUPS:-"direct gateway nginx node"}
 GATEWAY_ARGS=${GATEWAY_ARGS:-}
+GATEWAY_BIN=${GATEWAY_BIN:-}
 PIN_CPU=${PIN_CPU:-}
 
 bash bench/setup.sh
@@ -40,7 +43,7 @@ start_proxy() {
             local pin=()
             if [ -n "$PIN_CPU" ]; then pin=(taskset -c "$PIN_CPU"); fi
             # shellcheck disable=SC2086 # GATEWAY_ARGS is a list of flags
-            "${pin[@]}" "$BIN/agui-gateway" --upstream "http://127.0.0.1:$FAKE/" --listen 127.0.0.1:0 $GATEWAY_ARGS > "$WORK/gw.log" 2>&1 & GW_PID=$!; PIDS+=($GW_PID)
+            "${pin[@]}" "${GATEWAY_BIN:-$BIN/agui-gateway}" --upstream "http://127.0.0.1:$FAKE/" --listen 127.0.0.1:0 $GATEWAY_ARGS > "$WORK/gw.log" 2>&1 & GW_PID=$!; PIDS+=($GW_PID)
             GW=$(wait_line "$WORK/gw.log" '127\.0\.0\.1:[0-9]+' | cut -d: -f2) ;;
         nginx*)
             NGINX=$(free_port)
