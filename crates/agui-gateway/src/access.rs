@@ -3,6 +3,11 @@
 //! error, or the client leaving. Handlers and the relay note what only
 //! they know (the agent, the mode, events, the `RUN_ERROR` code) on the
 //! request's `AccessNote` as the answer goes.
+//!
+//! Not tower-http's `TraceLayer`: its body wrapper calls back at a body's
+//! end or failure but not when the body is dropped, and a client leaving
+//! mid-stream (the usual end of an SSE run) drops it; that request would
+//! get no line. Its callbacks also see neither the agent nor the events.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
