@@ -30,28 +30,45 @@ const CONVERTED_ACCEPT: &str = "text/event-stream, application/json";
 
 /// The headers of one client request that go to one agent, worked out once
 /// by the forwarding policy and used for every call of the run, the cancel
-/// after a disconnect included.
+/// after a disconnect included; and the request's trace, under which each
+/// call that is really made gets a client span of its own.
 #[derive(Debug, Clone)]
-pub struct Forwarded(HeaderMap);
+pub struct Forwarded {
+    headers: HeaderMap,
+    trace: Option<SharedTrace>,
+}
 
 impl Forwarded {
     pub fn new(agent: &Agent, incoming: &HeaderMap, caller: Option<&Caller>) -> Forwarded {
-        Forwarded(upstream_headers(
-            incoming,
-            caller,
-            &agent.config.forward,
-            &agent.configured_headers,
-            &agent.via,
-        ))
+        Forwarded {
+            headers: upstream_headers(
+                incoming,
+                caller,
+                &agent.config.forward,
+                &agent.configured_headers,
+                &agent.via,
+            ),
+            trace: None,
+        }
     }
 
-    /// The calls carry the request's trace: a client span of its own, as
-    /// `traceparent` (the client's, when spans are not exported).
-    pub fn traced(mut self, trace: Option<&SharedTrace>, agent: &Agent) -> Forwarded {
-        if let Some(trace) = trace {
-            trace.call_upstream(agent.name(), &mut self.0);
-        }
+    /// The calls carry the request's trace. The spans are opened as the
+    /// calls are built, not here: a request answered without calling (a
+    /// reconnect from the journal, a refused body) has none.
+    pub fn traced(mut self, trace: Option<&SharedTrace>) -> Forwarded {
+        self.trace = trace.cloned();
         self
+    }
+
+    /// The headers of one call to `agent`: with a client span of its own
+    /// as `traceparent` when spans are exported (else the client's, as the
+    /// policy forwarded it).
+    fn for_call(&self, agent: &Agent) -> HeaderMap {
+        let mut headers = self.headers.clone();
+        if let Some(trace) = &self.trace {
+            trace.call_upstream(agent.name(), &mut headers);
+        }
+        headers
     }
 
     /// The headers as the shared journal keeps them for a takeover: the
@@ -59,7 +76,7 @@ impl Forwarded {
     /// are the replica's own and added back by `restore`); values that
     /// are not text are left out.
     pub fn for_journal(&self, agent: &Agent) -> Vec<(String, String)> {
-        self.0
+        self.headers
             .iter()
             .filter(|(name, _)| {
                 *name != header::VIA && !agent.configured_headers.iter().any(|(n, _)| n == *name)
@@ -86,8 +103,8 @@ impl Forwarded {
 
     /// Without the headers that describe the client's body or what the
     /// client accepts: for calls whose body and answer are the gateway's.
-    fn for_gateway_body(&self) -> HeaderMap {
-        let mut headers = self.0.clone();
+    fn for_gateway_body(&self, agent: &Agent) -> HeaderMap {
+        let mut headers = self.for_call(agent);
         for name in [
             header::CONTENT_TYPE,
             header::CONTENT_ENCODING,
@@ -120,7 +137,7 @@ pub fn passthrough(
     agent
         .client
         .request(method, url)
-        .headers(forwarded.0.clone())
+        .headers(forwarded.for_call(agent))
         .body(body)
 }
 
@@ -132,7 +149,7 @@ pub fn forward(
     forwarded: &Forwarded,
     body: Bytes,
 ) -> RequestBuilder {
-    let mut headers = forwarded.0.clone();
+    let mut headers = forwarded.for_call(agent);
     converted(&mut headers);
     if names_a_1_0_method(&body) && !headers.contains_key("a2a-version") {
         speaks_1_0(&mut headers);
@@ -156,7 +173,7 @@ pub async fn build(
 ) -> RequestBuilder {
     let (url, version) = agent.endpoint().await;
     let (body, v10) = streaming_request(version, message, rpc_id);
-    let mut headers = forwarded.for_gateway_body();
+    let mut headers = forwarded.for_gateway_body(agent);
     converted(&mut headers);
     if v10 {
         speaks_1_0(&mut headers);
@@ -182,7 +199,7 @@ pub async fn task_call(
     let (url, version) = agent.endpoint().await;
     let rpc_id = format!("agui-gateway-{:x}", random_u64());
     let (body, v10) = task_request(version, call, task, &rpc_id);
-    let mut headers = forwarded.for_gateway_body();
+    let mut headers = forwarded.for_gateway_body(agent);
     if v10 {
         speaks_1_0(&mut headers);
     }
@@ -202,7 +219,7 @@ pub async fn cancel(agent: &Agent, forwarded: &Forwarded, task: &str) -> Request
 pub fn card(agent: &Agent, path: &str, forwarded: &Forwarded) -> Result<RequestBuilder, ApiError> {
     let url = upstream_url(&base_url(&agent.config.upstream), path, None)
         .map_err(|err| ApiError::bad_request(ErrorCode::InvalidPath, err.to_string()))?;
-    let mut headers = forwarded.for_gateway_body();
+    let mut headers = forwarded.for_gateway_body(agent);
     headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
     headers.insert(
         header::ACCEPT_ENCODING,

@@ -222,7 +222,7 @@ async fn run_agui(
     let (parts, body) = request.into_parts();
     edge::allowed(&state, &parts.extensions, &agent)?;
     let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get())
-        .traced(parts.extensions.get(), &agent);
+        .traced(parts.extensions.get());
     let body = read_body(&state, body).await?;
     let scope = edge::scope(&parts.extensions);
     let run_by = run_by(&agent, &scope, &parts, &body);
@@ -261,7 +261,7 @@ async fn stop(State(state): State<SharedState>, request: Request) -> Result<Resp
     let (agent, parts, caller, body) = run_request(&state, request, "agui/stop").await?;
     AccessNote::noted(&parts.extensions, agent.name(), Mode::Stop);
     let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get())
-        .traced(parts.extensions.get(), &agent);
+        .traced(parts.extensions.get());
     resume::stop(&state, &agent, &caller, &forwarded, &body).await
 }
 
@@ -355,7 +355,7 @@ async fn proxy(
     let query = parts.uri.query();
     let url = outbound::target(&agent, &path, query)?;
     let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get())
-        .traced(parts.extensions.get(), &agent);
+        .traced(parts.extensions.get());
     let body = read_body(&state, body).await?;
     if parts.method == Method::GET && card::is_card_path(&path) {
         state.metrics.count_request(agent.name(), "card");

@@ -107,6 +107,7 @@ impl HttpClient for OnRuntime {
 
 /// One request's trace: its server span's context, for the client spans
 /// of the calls it makes, and those spans, ended with it.
+#[derive(Debug)]
 pub struct RequestTrace {
     cx: Context,
     /// The contexts of the client spans, each holding its span.

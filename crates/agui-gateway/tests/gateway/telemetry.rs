@@ -184,6 +184,49 @@ async fn spans_reach_the_collector_in_the_clients_trace() {
             "{key} in {keys:?}"
         );
     }
+    // One call, one client span.
+    let calls: Vec<Value> = spans(&received)
+        .into_iter()
+        .filter(|s| s["traceId"] == TRACE_ID && s["parentSpanId"] == server["spanId"])
+        .collect();
+    assert_eq!(calls.len(), 1, "{calls:#?}");
+
+    // A request refused before any call has its server span and no
+    // client span.
+    const REFUSED_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
+    let response = client()
+        .post(format!("{}/agui", gw.url()))
+        .header(
+            "traceparent",
+            format!("00-{REFUSED_TRACE}-{CLIENT_SPAN}-01"),
+        )
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let refused = loop {
+        let refused: Vec<Value> = spans(&received)
+            .into_iter()
+            .filter(|s| s["traceId"] == REFUSED_TRACE)
+            .collect();
+        if refused.iter().any(|s| s["parentSpanId"] == CLIENT_SPAN) {
+            break refused;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no server span for the refused request"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        refused.len(),
+        1,
+        "a span for a call never made: {refused:#?}"
+    );
+
     let resource = received.lock().unwrap()[0]["resourceSpans"][0]["resource"].clone();
     assert!(
         resource.to_string().contains("agui-gateway"),
