@@ -459,7 +459,7 @@ async fn passthrough(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     // Passed-through streams count under `max_streams` as converted ones do.
-    let permit = state.stream_permit()?;
+    let permit = state.stream_permit(agent.name())?;
     let request = outbound::passthrough(agent, method, url, forwarded, body);
     let started = Instant::now();
     let upstream = request.send().await.map_err(|err| {

@@ -99,11 +99,13 @@ impl AppState {
     /// A place for one more stream. Refused at once rather than
     /// queued: a client waiting on a full gateway would hold its socket
     /// with nothing to show, while a 503 lets a balancer try elsewhere.
-    pub fn stream_permit(&self) -> Result<OwnedSemaphorePermit, ApiError> {
+    /// The limit is the gateway's; a refusal counts under the agent asked
+    /// for (`agent`: a configured name or `NO_AGENT`, so labels stay
+    /// bounded).
+    pub fn stream_permit(&self, agent: &str) -> Result<OwnedSemaphorePermit, ApiError> {
         self.streams.clone().try_acquire_owned().map_err(|_| {
             let code = ErrorCode::GatewayBusy;
-            self.metrics
-                .count_error(crate::metrics::NO_AGENT, code.as_str());
+            self.metrics.count_error(agent, code.as_str());
             ApiError::unavailable(
                 code,
                 format!(

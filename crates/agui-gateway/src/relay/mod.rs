@@ -74,7 +74,7 @@ pub async fn open(
     conversion: Conversion,
     identity: RunIdentity,
 ) -> Result<Response, ApiError> {
-    let permit = state.stream_permit()?;
+    let permit = state.stream_permit(agent.name())?;
     let request = request.await?;
     let started = Instant::now();
     let upstream = agent.send_stream(request).await;

@@ -58,7 +58,7 @@ async fn rebuild(
         );
         return None;
     };
-    let permit = state.stream_permit().ok()?;
+    let permit = state.stream_permit(agent.name()).ok()?;
     let entries = match journal.all_entries(&key).await {
         Ok(entries) => entries,
         Err(err) => {

@@ -14,10 +14,13 @@ use futures::Stream;
 use redis::aio::MultiplexedConnection;
 use tokio::sync::OwnedSemaphorePermit;
 
+use crate::error::ApiError;
 use crate::journal::redis::{BLOCK, Entry, RedisJournal, RemoteRun};
 use crate::journal::{ResumeError, RunIdentity, RunLog, frame_start};
+use crate::metrics::NO_AGENT;
 use crate::relay;
 use crate::state::SharedState;
+use crate::upstream::Agent;
 
 /// Takeovers one follower starts at most (each releases the lease when it
 /// cannot go on).
@@ -167,8 +170,11 @@ pub async fn follow(
     journal: Arc<RedisJournal>,
     remote: RemoteRun,
     after: u64,
-) -> Result<impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static, ResumeError> {
-    let permit = state.stream_permit().map_err(|_| ResumeError::Unknown)?;
+) -> Result<impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static, ApiError> {
+    // A full gateway says so (503, retry): "not resumable" would have the
+    // client start the run again while it goes on.
+    let agent = state.named(&remote.spec.agent).ok();
+    let permit = state.stream_permit(agent.as_deref().map_or(NO_AGENT, Agent::name))?;
     let mut connection = journal
         .tail_connection()
         .await
@@ -178,7 +184,7 @@ pub async fn follow(
         .map_err(|_| ResumeError::Unknown)?;
     if after > written {
         // An id this run never wrote.
-        return Err(ResumeError::Unknown);
+        return Err(ResumeError::Unknown.into());
     }
     let entries = RedisJournal::read_after(&mut connection, &remote.key, after, None)
         .await
@@ -187,7 +193,7 @@ pub async fn follow(
     let mut ready = VecDeque::new();
     let ended = match frames_after(&remote.key, &mut cursor, entries, &mut ready) {
         Some(ended) => ended || (ready.is_empty() && remote.done),
-        None => return Err(ResumeError::TooOld),
+        None => return Err(ResumeError::TooOld.into()),
     };
     let follower = RemoteFollower {
         keepalive: state.config.keepalive,

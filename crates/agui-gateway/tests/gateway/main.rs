@@ -1178,4 +1178,14 @@ async fn the_stream_limit_refuses_with_503_and_frees_places_as_streams_end() {
         assert_valid_run(&agui_events(&freed))["type"],
         "RUN_FINISHED"
     );
+    // The refusals count under the agent that was asked for (one, or more
+    // while the place was being freed).
+    let metrics = metrics_of(&gw).await;
+    let busy = metrics
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("agui_gateway_errors_total{agent=\"default\",kind=\"GATEWAY_BUSY\"} ")
+        })
+        .and_then(|count| count.parse::<u64>().ok());
+    assert!(busy.is_some_and(|n| n >= 1), "{metrics}");
 }

@@ -66,6 +66,46 @@ async fn a_run_continues_on_another_replica_and_survives_its_replica_s_death() {
         .unwrap();
     assert_eq!(frames(&replay), frames(&whole));
 
+    // A full replica says so (503, retry) rather than "not resumable",
+    // which would have the client start the run again; freed, it follows.
+    let full = gateway_for(
+        &agent.url(),
+        &[
+            "--journal",
+            &journal,
+            "--gateway-id",
+            "gw-full",
+            "--max-streams",
+            "1",
+            "--detach-grace-secs",
+            "0",
+        ],
+    );
+    let hold = post_agui(&full, &run_input("replicas-hold", "count 40 100"), None).await;
+    assert_eq!(hold.status(), 200);
+    let mut hold = hold.bytes_stream();
+    hold.next().await.unwrap().unwrap();
+    let busy_run = run_input("replicas-busy", "count 20 100");
+    let cut = read_then_cut(post_agui(&a, &busy_run, None).await, 5).await;
+    let refused = post_agui(&full, &busy_run, Some(&last_id(&cut))).await;
+    assert_eq!(refused.status(), 503);
+    let refused: Value = refused.json().await.unwrap();
+    assert_eq!(refused["error"]["code"], "GATEWAY_BUSY", "{refused}");
+    drop(hold);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let rest = loop {
+        let rest = post_agui(&full, &busy_run, Some(&last_id(&cut))).await;
+        if rest.status() == 200 {
+            break rest;
+        }
+        assert_eq!(rest.status(), 503);
+        assert!(Instant::now() < deadline, "the place was never freed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let whole = format!("{cut}{}", rest.text().await.unwrap());
+    assert_one_run(&whole, 20);
+    drop(full);
+
     // Cut from A, then A dies: B takes the run over and finishes it.
     let second = run_input("replicas-2", "count 50 200");
     let cut = read_then_cut(post_agui(&a, &second, None).await, 5).await;
@@ -119,7 +159,7 @@ async fn a_run_continues_on_another_replica_and_survives_its_replica_s_death() {
 
     // The agent was asked once per run; the takeovers only resubscribed.
     let received = received_by(&agent).await;
-    for thread in ["replicas-1", "replicas-2", "replicas-3"] {
+    for thread in ["replicas-1", "replicas-busy", "replicas-2", "replicas-3"] {
         let runs = received.iter().filter(|m| m["contextId"] == thread).count();
         assert_eq!(runs, 1, "{thread}: {received:?}");
     }
