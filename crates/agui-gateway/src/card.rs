@@ -60,9 +60,12 @@ pub async fn serve(
 ) -> Result<Response, ApiError> {
     let gateway_base = format!("{}{mount}", public_base(config, headers));
     let upstream_base = base_url(&agent.config.upstream);
-    let fetched = agent
-        .read_card(outbound::card(agent, path, forwarded)?)
-        .await;
+    // The span lasts while the card is read.
+    let outbound::Outgoing {
+        request,
+        span: _span,
+    } = outbound::card(agent, path, forwarded)?;
+    let fetched = agent.read_card(request).await;
     let (mut card, upstream_headers) = match fetched {
         Ok(Some((card, headers))) => (card, Some(headers)),
         Err(err @ CardError::TooLarge(_)) => return Err(unavailable(agent, &err.to_string())),

@@ -11,7 +11,7 @@
 //! | agent card                       | a GET: no body headers; `Accept-Encoding: identity`|
 //! | cancel after a disconnect        | the run's headers, with its own JSON body          |
 
-use crate::telemetry::SharedTrace;
+use crate::telemetry::{CallSpan, SharedTrace};
 use a2a_agui::ErrorCode;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
@@ -24,6 +24,20 @@ use crate::forwarding::{Caller, upstream_headers};
 use crate::random::random_u64;
 use crate::target::{base_url, upstream_url};
 use crate::upstream::{Agent, OutgoingMessage, TaskCall, streaming_request, task_request};
+
+/// A call ready to be sent, and its client span: held by whoever reads the
+/// answer, for as long as it is read (dropping it ends the span).
+#[must_use]
+pub struct Outgoing {
+    pub request: RequestBuilder,
+    pub span: CallSpan,
+}
+
+impl Outgoing {
+    fn new(request: RequestBuilder, span: CallSpan) -> Outgoing {
+        Outgoing { request, span }
+    }
+}
 
 /// What the relay can read: an A2A stream, or one JSON answer.
 const CONVERTED_ACCEPT: &str = "text/event-stream, application/json";
@@ -54,7 +68,9 @@ impl Forwarded {
 
     /// The calls carry the request's trace. The spans are opened as the
     /// calls are built, not here: a request answered without calling (a
-    /// reconnect from the journal, a refused body) has none.
+    /// reconnect from the journal, a refused body) has none. A run taken
+    /// over from another replica has no trace: its calls carry the trace
+    /// headers the policy let through, as without an exporter.
     pub fn traced(mut self, trace: Option<&SharedTrace>) -> Forwarded {
         self.trace = trace.cloned();
         self
@@ -63,12 +79,13 @@ impl Forwarded {
     /// The headers of one call to `agent`: with a client span of its own
     /// as `traceparent` when spans are exported (else the client's, as the
     /// policy forwarded it).
-    fn for_call(&self, agent: &Agent) -> HeaderMap {
+    fn for_call(&self, agent: &Agent) -> (HeaderMap, CallSpan) {
         let mut headers = self.headers.clone();
-        if let Some(trace) = &self.trace {
-            trace.call_upstream(agent.name(), &mut headers);
-        }
-        headers
+        let span = match &self.trace {
+            Some(trace) => trace.call_upstream(agent.name(), &mut headers),
+            None => CallSpan::default(),
+        };
+        (headers, span)
     }
 
     /// The headers as the shared journal keeps them for a takeover: the
@@ -103,8 +120,8 @@ impl Forwarded {
 
     /// Without the headers that describe the client's body or what the
     /// client accepts: for calls whose body and answer are the gateway's.
-    fn for_gateway_body(&self, agent: &Agent) -> HeaderMap {
-        let mut headers = self.for_call(agent);
+    fn for_gateway_body(&self, agent: &Agent) -> (HeaderMap, CallSpan) {
+        let (mut headers, span) = self.for_call(agent);
         for name in [
             header::CONTENT_TYPE,
             header::CONTENT_ENCODING,
@@ -113,7 +130,7 @@ impl Forwarded {
         ] {
             headers.remove(name);
         }
-        headers
+        (headers, span)
     }
 }
 
@@ -133,12 +150,14 @@ pub fn passthrough(
     url: Url,
     forwarded: &Forwarded,
     body: Bytes,
-) -> RequestBuilder {
-    agent
+) -> Outgoing {
+    let (headers, span) = forwarded.for_call(agent);
+    let request = agent
         .client
         .request(method, url)
-        .headers(forwarded.for_call(agent))
-        .body(body)
+        .headers(headers)
+        .body(body);
+    Outgoing::new(request, span)
 }
 
 /// A client's own A2A call whose answer the gateway converts.
@@ -148,17 +167,18 @@ pub fn forward(
     url: Url,
     forwarded: &Forwarded,
     body: Bytes,
-) -> RequestBuilder {
-    let mut headers = forwarded.for_call(agent);
+) -> Outgoing {
+    let (mut headers, span) = forwarded.for_call(agent);
     converted(&mut headers);
     if names_a_1_0_method(&body) && !headers.contains_key("a2a-version") {
         speaks_1_0(&mut headers);
     }
-    agent
+    let request = agent
         .stream_client
         .request(method, url)
         .headers(headers)
-        .body(body)
+        .body(body);
+    Outgoing::new(request, span)
 }
 
 /// A streaming call the gateway writes itself (from the seed's body or a
@@ -170,10 +190,10 @@ pub async fn build(
     message: &OutgoingMessage,
     rpc_id: &str,
     activate: &[String],
-) -> RequestBuilder {
+) -> Outgoing {
     let (url, version) = agent.endpoint().await;
     let (body, v10) = streaming_request(version, message, rpc_id);
-    let mut headers = forwarded.for_gateway_body(agent);
+    let (mut headers, span) = forwarded.for_gateway_body(agent);
     converted(&mut headers);
     if v10 {
         speaks_1_0(&mut headers);
@@ -185,7 +205,10 @@ pub async fn build(
         headers.insert("a2a-extensions", list.clone());
         headers.insert("x-a2a-extensions", list);
     }
-    agent.stream_client.post(url).headers(headers).json(&body)
+    Outgoing::new(
+        agent.stream_client.post(url).headers(headers).json(&body),
+        span,
+    )
 }
 
 /// A call about one task (cancel, resubscribe, read), with the run's own
@@ -195,37 +218,39 @@ pub async fn task_call(
     forwarded: &Forwarded,
     call: TaskCall,
     task: &str,
-) -> RequestBuilder {
+) -> Outgoing {
     let (url, version) = agent.endpoint().await;
     let rpc_id = format!("agui-gateway-{:x}", random_u64());
     let (body, v10) = task_request(version, call, task, &rpc_id);
-    let mut headers = forwarded.for_gateway_body(agent);
+    let (mut headers, span) = forwarded.for_gateway_body(agent);
     if v10 {
         speaks_1_0(&mut headers);
     }
-    if call == TaskCall::Subscribe {
+    let client = if call == TaskCall::Subscribe {
         converted(&mut headers);
-        return agent.stream_client.post(url).headers(headers).json(&body);
-    }
-    agent.client.post(url).headers(headers).json(&body)
+        &agent.stream_client
+    } else {
+        &agent.client
+    };
+    Outgoing::new(client.post(url).headers(headers).json(&body), span)
 }
 
 /// Cancels a task (its client went away, or cancelled an interrupt).
-pub async fn cancel(agent: &Agent, forwarded: &Forwarded, task: &str) -> RequestBuilder {
+pub async fn cancel(agent: &Agent, forwarded: &Forwarded, task: &str) -> Outgoing {
     task_call(agent, forwarded, TaskCall::Cancel, task).await
 }
 
 /// The agent card at `path` below the upstream's base.
-pub fn card(agent: &Agent, path: &str, forwarded: &Forwarded) -> Result<RequestBuilder, ApiError> {
+pub fn card(agent: &Agent, path: &str, forwarded: &Forwarded) -> Result<Outgoing, ApiError> {
     let url = upstream_url(&base_url(&agent.config.upstream), path, None)
         .map_err(|err| ApiError::bad_request(ErrorCode::InvalidPath, err.to_string()))?;
-    let mut headers = forwarded.for_gateway_body(agent);
+    let (mut headers, span) = forwarded.for_gateway_body(agent);
     headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
     headers.insert(
         header::ACCEPT_ENCODING,
         HeaderValue::from_static("identity"),
     );
-    Ok(agent.client.get(url).headers(headers))
+    Ok(Outgoing::new(agent.client.get(url).headers(headers), span))
 }
 
 /// A converted call: the gateway reads the answer itself, so it, not the

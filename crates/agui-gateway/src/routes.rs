@@ -460,10 +460,12 @@ async fn passthrough(
 ) -> Result<Response, ApiError> {
     // Passed-through streams count under `max_streams` as converted ones do.
     let permit = state.stream_permit(agent.name())?;
-    let request = outbound::passthrough(agent, method, url, forwarded, body);
+    let outbound::Outgoing { request, span } =
+        outbound::passthrough(agent, method, url, forwarded, body);
     let started = Instant::now();
     let upstream = request.send().await.map_err(|err| {
         tracing::warn!(agent = agent.name(), "passthrough call failed: {err:?}");
+        span.fail("unreachable");
         let (code, message) = relay::unreachable(&UpstreamError::Request(err));
         let status = if code == ErrorCode::UpstreamTimeout {
             StatusCode::GATEWAY_TIMEOUT
@@ -482,8 +484,9 @@ async fn passthrough(
     let body = head_first(upstream.bytes_stream())
         .take_until(async move { stop.cancelled().await })
         .map(move |chunk| {
-            // The place under `max_streams` lives as long as the body.
-            let _held = &permit;
+            // The place under `max_streams` and the call's span live as
+            // long as the body.
+            let _held = (&permit, &span);
             chunk
         });
     let mut response = Response::new(Body::from_stream(body));

@@ -1,6 +1,7 @@
 //! OpenTelemetry traces: a server span per request (the client's
-//! `traceparent` its parent), a client span per agent the request calls,
-//! whose context goes upstream as `traceparent`. Spans are exported over
+//! `traceparent` its parent), a client span per call to an agent, whose
+//! context goes upstream as `traceparent` and which lasts as long as the
+//! call (its `CallSpan` is held by whoever reads the answer). Spans are exported over
 //! OTLP/HTTP (JSON) when an endpoint is configured; without one the
 //! gateway makes no span and changes no trace header: the client's
 //! `traceparent` goes upstream where the forwarding policy forwards it. W3C trace
@@ -10,8 +11,8 @@
 //! the event count and the `RUN_ERROR` code: never a header, a query or a
 //! body.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::{HeaderMap, Method, StatusCode};
@@ -105,13 +106,35 @@ impl HttpClient for OnRuntime {
     }
 }
 
-/// One request's trace: its server span's context, for the client spans
-/// of the calls it makes, and those spans, ended with it.
+/// One request's trace: its server span's context, the parent of the
+/// client spans of the calls it makes (a cancel or a re-attach after the
+/// request ended included).
 #[derive(Debug)]
 pub struct RequestTrace {
     cx: Context,
-    /// The contexts of the client spans, each holding its span.
-    upstream: Mutex<Vec<Context>>,
+}
+
+/// A call's client span, ended when dropped: whoever reads the call's
+/// answer holds it until the answer is read (a stream: until it ends).
+/// Empty when spans are not exported.
+#[derive(Debug, Default)]
+pub struct CallSpan(Option<Context>);
+
+impl CallSpan {
+    /// The call failed (unreachable, or its run ended in `RUN_ERROR`).
+    pub fn fail(&self, why: &str) {
+        if let Some(cx) = &self.0 {
+            cx.span().set_status(Status::error(why.to_owned()));
+        }
+    }
+}
+
+impl Drop for CallSpan {
+    fn drop(&mut self) {
+        if let Some(cx) = self.0.take() {
+            cx.span().end();
+        }
+    }
 }
 
 /// Shared by the access layer (which ends it) and the handlers (which
@@ -123,10 +146,7 @@ pub type SharedTrace = Arc<RequestTrace>;
 pub fn start_request(headers: &HeaderMap, method: &Method, path: &str) -> SharedTrace {
     let parent = TraceContextPropagator::new().extract(&HeaderExtractor(headers));
     if !exporting() {
-        return Arc::new(RequestTrace {
-            cx: parent,
-            upstream: Mutex::new(Vec::new()),
-        });
+        return Arc::new(RequestTrace { cx: parent });
     }
     let route = route_of(path);
     let tracer = global::tracer(NAME);
@@ -141,7 +161,6 @@ pub fn start_request(headers: &HeaderMap, method: &Method, path: &str) -> Shared
         .start_with_context(&tracer, &parent);
     Arc::new(RequestTrace {
         cx: parent.with_span(span),
-        upstream: Mutex::new(Vec::new()),
     })
 }
 
@@ -162,9 +181,9 @@ impl RequestTrace {
     /// goes on only where the forwarding policy let it through (it is in
     /// `headers` then). Without an exporter the headers are left as the
     /// policy made them: the client's trace goes on if it forwards them.
-    pub fn call_upstream(&self, agent: &str, headers: &mut HeaderMap) {
+    pub fn call_upstream(&self, agent: &str, headers: &mut HeaderMap) -> CallSpan {
         if !exporting() {
-            return;
+            return CallSpan::default();
         }
         let forwards_state = headers.contains_key("tracestate");
         for name in TRACE_HEADERS {
@@ -181,29 +200,15 @@ impl RequestTrace {
         if !forwards_state {
             headers.remove("tracestate");
         }
-        if let Ok(mut calls) = self.upstream.lock() {
-            calls.push(cx);
-        }
+        CallSpan(Some(cx))
     }
 
-    /// Ends the client spans, then the server span, with what the request
-    /// became.
+    /// Ends the server span with what the request became.
     pub fn end(&self, outcome: &Outcome<'_>) {
         if !exporting() {
             return;
         }
         let failed = outcome.status.is_server_error() || outcome.run_error.is_some();
-        if let Ok(mut spans) = self.upstream.lock() {
-            for call in spans.drain(..) {
-                let span = call.span();
-                if failed {
-                    span.set_status(Status::error(
-                        outcome.run_error.unwrap_or("error").to_owned(),
-                    ));
-                }
-                span.end();
-            }
-        }
         let span = self.cx.span();
         let mut attributes = vec![
             KeyValue::new(

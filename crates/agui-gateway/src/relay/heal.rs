@@ -19,7 +19,8 @@ use serde_json::Value;
 
 use super::{RelayState, Source, batch, is_event_stream, keep_scratch, now_ms, take_scratch};
 use crate::journal::InputOp;
-use crate::outbound::{self, Forwarded};
+use crate::outbound::{self, Forwarded, Outgoing};
+use crate::telemetry::CallSpan;
 use crate::upstream::{Agent, TaskCall, UpstreamBody};
 
 /// The pause before each attempt: at most five, about 4 s of pauses in all
@@ -46,6 +47,8 @@ struct Subscribed {
     first: Vec<u8>,
     /// `RelayState::batch_turns` for this body.
     turns: u32,
+    /// The resubscribe's client span, ended with its stream.
+    span: CallSpan,
 }
 
 impl RelayState {
@@ -89,7 +92,13 @@ impl RelayState {
                     return Healed::Ended(join(shown));
                 }
             }
-            let Some(Subscribed { body, first, turns }) = subscribed else {
+            let Some(Subscribed {
+                body,
+                first,
+                turns,
+                span,
+            }) = subscribed
+            else {
                 continue;
             };
             tracing::info!(
@@ -99,6 +108,7 @@ impl RelayState {
             );
             self.run.metrics.count_reattached();
             self.source = Source::Events(body);
+            self.call_span = span;
             self.batch_turns = turns;
             self.last_upstream = Instant::now();
             if let Some(out) = self.feed(&first) {
@@ -118,9 +128,14 @@ async fn resubscribe(
     task: &str,
     limit: usize,
 ) -> Option<Subscribed> {
-    let request = outbound::task_call(agent, forwarded, TaskCall::Subscribe, task);
-    let response = agent.send_stream(request.await).await.ok()?;
+    let Outgoing { request, span } =
+        outbound::task_call(agent, forwarded, TaskCall::Subscribe, task).await;
+    let Ok(response) = agent.send_stream(request).await else {
+        span.fail("unreachable");
+        return None;
+    };
     if !response.status.is_success() || !is_event_stream(&response.headers) {
+        span.fail("refused");
         return None;
     }
     let turns = batch::turns_for(&response);
@@ -131,7 +146,14 @@ async fn resubscribe(
     loop {
         let chunk = match tokio::time::timeout_at(until, body.next()).await {
             // Silent: a live stream waiting for the agent's next event.
-            Err(_) => return Some(Subscribed { body, first, turns }),
+            Err(_) => {
+                return Some(Subscribed {
+                    body,
+                    first,
+                    turns,
+                    span,
+                });
+            }
             Ok(Some(Ok(chunk))) => chunk,
             Ok(_) => return None,
         };
@@ -142,7 +164,14 @@ async fn resubscribe(
         });
         match refused {
             Some(true) => return None,
-            Some(false) => return Some(Subscribed { body, first, turns }),
+            Some(false) => {
+                return Some(Subscribed {
+                    body,
+                    first,
+                    turns,
+                    span,
+                });
+            }
             None if parsed.is_err() => return None,
             None => {}
         }
@@ -156,7 +185,11 @@ async fn read_task(
     task: &str,
     limit: usize,
 ) -> Option<Vec<u8>> {
-    let request = outbound::task_call(agent, forwarded, TaskCall::Get, task).await;
+    // Held until the answer is read: the span ends with it.
+    let Outgoing {
+        request,
+        span: _span,
+    } = outbound::task_call(agent, forwarded, TaskCall::Get, task).await;
     let read = async {
         let response = request.send().await.ok()?;
         if !response.status().is_success() {

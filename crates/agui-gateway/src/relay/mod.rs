@@ -40,9 +40,10 @@ use crate::error::ApiError;
 use crate::journal::redis::RunSpec;
 use crate::journal::{InputOp, RunIdentity, RunLog};
 use crate::metrics::Metrics;
-use crate::outbound::{self, Forwarded};
+use crate::outbound::{self, Forwarded, Outgoing};
 use crate::random::random_u64;
 use crate::state::{AppState, Shutdown};
+use crate::telemetry::CallSpan;
 use crate::upstream::{Agent, StreamResponse, UpstreamBody, UpstreamError};
 
 /// Called once with the terminal event and the run's A2A task id.
@@ -70,12 +71,12 @@ pub async fn open(
     state: &AppState,
     agent: Arc<Agent>,
     forwarded: Forwarded,
-    request: impl Future<Output = Result<reqwest::RequestBuilder, ApiError>>,
+    request: impl Future<Output = Result<Outgoing, ApiError>>,
     conversion: Conversion,
     identity: RunIdentity,
 ) -> Result<Response, ApiError> {
     let permit = state.stream_permit(agent.name())?;
-    let request = request.await?;
+    let Outgoing { request, span } = request.await?;
     let started = Instant::now();
     let upstream = agent.send_stream(request).await;
     let key = format!("{:016x}", random_u64());
@@ -126,7 +127,8 @@ pub async fn open(
     if run.conversion.tap {
         stream = stream.with_tap();
     }
-    let state = RelayState::new(run, stream, Source::Done, shared);
+    let mut state = RelayState::new(run, stream, Source::Done, shared);
+    state.call_span = span;
     Ok(relay(state, upstream, started))
 }
 
@@ -235,6 +237,9 @@ struct RelayState {
     batch_turns: u32,
     finished: bool,
     active: crate::metrics::ActiveStream,
+    /// The client span of the call whose answer is being read (the
+    /// first, or the last re-attach): ended with it.
+    call_span: CallSpan,
 }
 
 fn now_ms() -> Option<u64> {
@@ -273,6 +278,7 @@ impl RelayState {
             deferred: None,
             batch_turns: 0,
             finished: false,
+            call_span: CallSpan::default(),
         }
     }
 
@@ -371,6 +377,7 @@ impl RelayState {
                 if let Event::RunError { code, .. } = event {
                     let code = code.as_deref().unwrap_or("unknown");
                     self.run.metrics.count_error(self.run.agent.name(), code);
+                    self.call_span.fail(crate::metrics::bounded_code(code));
                     if let Some(note) = access {
                         note.run_error(code);
                     }
@@ -577,11 +584,15 @@ impl RelayState {
 /// Tells the upstream to cancel a task (whose client went away, or whose
 /// interrupt the client cancelled).
 pub async fn send_cancel(agent: &Agent, forwarded: &Forwarded, task: &str) {
-    match outbound::cancel(agent, forwarded, task).await.send().await {
+    let Outgoing { request, span } = outbound::cancel(agent, forwarded, task).await;
+    match request.send().await {
         Ok(response) => {
             tracing::info!(agent = agent.name(), task, status = %response.status(), "sent A2A cancel")
         }
-        Err(err) => tracing::warn!(agent = agent.name(), task, "A2A cancel failed: {err:?}"),
+        Err(err) => {
+            span.fail("unreachable");
+            tracing::warn!(agent = agent.name(), task, "A2A cancel failed: {err:?}")
+        }
     }
 }
 

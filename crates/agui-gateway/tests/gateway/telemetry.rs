@@ -11,6 +11,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::routing::post;
+use futures::StreamExt;
 use serde_json::Value;
 
 use super::SEED_BODY;
@@ -70,6 +71,47 @@ fn attribute<'a>(span: &'a Value, key: &str) -> Option<&'a Value> {
         .map(|a| &a["value"])
 }
 
+/// A gateway exporting its spans to `collector` every 100 ms (not 5 s).
+fn exporting_gateway(upstream: SocketAddr, collector: SocketAddr, extra: &[&str]) -> Process {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agui-gateway"));
+    command
+        .args(["--upstream", &format!("http://{upstream}/")])
+        .args(extra)
+        .args(["--otlp-endpoint", &format!("http://{collector}")])
+        .args(["--listen", "127.0.0.1:0"])
+        .env("AGUI_GATEWAY_LOG", "warn")
+        .env("OTEL_BSP_SCHEDULE_DELAY", "100");
+    start_within(
+        command,
+        "listening on ",
+        "the gateway",
+        Duration::from_secs(30),
+    )
+}
+
+/// The spans of `trace` once `ready` holds for them, within 15 s.
+async fn spans_of(
+    received: &Received,
+    trace: &str,
+    ready: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let spans: Vec<Value> = spans(received)
+            .into_iter()
+            .filter(|s| s["traceId"] == trace)
+            .collect();
+        if ready(&spans) {
+            return spans;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not the spans expected: {spans:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// One converted run with the client's `traceparent` and `tracestate`;
 /// the trace headers the agent got (each at most once).
 async fn traced_run(gw: &Process, fake: &Fake) -> (String, Option<String>) {
@@ -104,20 +146,7 @@ async fn traced_run(gw: &Process, fake: &Fake) -> (String, Option<String>) {
 async fn spans_reach_the_collector_in_the_clients_trace() {
     let (collector, received) = collector().await;
     let (upstream, fake) = fake_upstream().await;
-    let mut command = Command::new(env!("CARGO_BIN_EXE_agui-gateway"));
-    command
-        .args(["--upstream", &format!("http://{upstream}/")])
-        .args(["--otlp-endpoint", &format!("http://{collector}")])
-        .args(["--listen", "127.0.0.1:0"])
-        .env("AGUI_GATEWAY_LOG", "warn")
-        // Export every 100 ms rather than every 5 s.
-        .env("OTEL_BSP_SCHEDULE_DELAY", "100");
-    let gw = start_within(
-        command,
-        "listening on ",
-        "the gateway",
-        Duration::from_secs(30),
-    );
+    let gw = exporting_gateway(upstream, collector, &[]);
     let (upstream_parent, state) = traced_run(&gw, &fake).await;
     // The default policy forwards every header: the client's tracestate
     // goes on in the gateway's context.
@@ -206,21 +235,10 @@ async fn spans_reach_the_collector_in_the_clients_trace() {
         .await
         .unwrap();
     assert_eq!(response.status(), 400);
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let refused = loop {
-        let refused: Vec<Value> = spans(&received)
-            .into_iter()
-            .filter(|s| s["traceId"] == REFUSED_TRACE)
-            .collect();
-        if refused.iter().any(|s| s["parentSpanId"] == CLIENT_SPAN) {
-            break refused;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no server span for the refused request"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let refused = spans_of(&received, REFUSED_TRACE, |spans| {
+        spans.iter().any(|s| s["parentSpanId"] == CLIENT_SPAN)
+    })
+    .await;
     assert_eq!(
         refused.len(),
         1,
@@ -257,21 +275,64 @@ async fn trace_headers_follow_the_forwarding_policy() {
     drop(gw);
 
     let (collector, _received) = collector().await;
-    let mut command = Command::new(env!("CARGO_BIN_EXE_agui-gateway"));
-    command
-        .args(["--upstream", &format!("http://{upstream}/")])
-        .args(["--forward-client-headers", "x-request-id"])
-        .args(["--otlp-endpoint", &format!("http://{collector}")])
-        .args(["--listen", "127.0.0.1:0"])
-        .env("AGUI_GATEWAY_LOG", "warn");
-    let gw = start_within(
-        command,
-        "listening on ",
-        "the gateway",
-        Duration::from_secs(30),
+    let gw = exporting_gateway(
+        upstream,
+        collector,
+        &["--forward-client-headers", "x-request-id"],
     );
     let (parent, state) = traced_run(&gw, &fake).await;
     assert!(parent.starts_with(&format!("00-{TRACE_ID}-")), "{parent}");
     assert!(!parent.contains(CLIENT_SPAN), "{parent}");
     assert_eq!(state, None, "the policy does not forward tracestate");
+}
+
+/// A call made after its request ended (the cancel once the client left)
+/// has its own client span under the request's, ended with the call.
+#[tokio::test]
+async fn a_cancel_after_the_client_left_has_its_own_span() {
+    const TRACE: &str = "5b8aa5a2d2c872e8321cf37308d69df2";
+    let (collector, received) = collector().await;
+    let (upstream, fake) = fake_upstream().await;
+    let gw = exporting_gateway(
+        upstream,
+        collector,
+        &["--cancel-on-disconnect", "--detach-grace-secs", "0"],
+    );
+    let response = client()
+        .post(format!("{}/v1/agents/default/stream?format=agui", gw.url()))
+        .header("X-Fake", "endless")
+        .header("traceparent", format!("00-{TRACE}-{CLIENT_SPAN}-01"))
+        .body(SEED_BODY)
+        .send()
+        .await
+        .unwrap();
+    let mut body = response.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("TEXT_MESSAGE_CONTENT") {
+        seen.push_str(std::str::from_utf8(&body.next().await.unwrap().unwrap()).unwrap());
+    }
+    drop(body);
+    let spans = spans_of(&received, TRACE, |spans| spans.len() >= 3).await;
+    let server = spans
+        .iter()
+        .find(|s| s["parentSpanId"] == CLIENT_SPAN)
+        .expect("the server span");
+    let calls: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["parentSpanId"] == server["spanId"])
+        .collect();
+    assert_eq!(calls.len(), 2, "the run's call and the cancel: {spans:#?}");
+    for call in &calls {
+        assert_eq!(call["name"], "A2A default", "{call:#}");
+        assert_eq!(call["kind"], 3, "SPAN_KIND_CLIENT: {call:#}");
+    }
+    assert!(
+        fake.log
+            .lock()
+            .unwrap()
+            .methods
+            .iter()
+            .any(|m| m == "tasks/cancel"),
+        "no A2A cancel was sent"
+    );
 }
