@@ -60,12 +60,16 @@ pub async fn serve(
 ) -> Result<Response, ApiError> {
     let gateway_base = format!("{}{mount}", public_base(config, headers));
     let upstream_base = base_url(&agent.config.upstream);
-    // The span lasts while the card is read.
-    let outbound::Outgoing {
-        request,
-        span: _span,
-    } = outbound::card(agent, path, forwarded)?;
+    let outbound::Outgoing { request, span } = outbound::card(agent, path, forwarded)?;
     let fetched = agent.read_card(request).await;
+    match &fetched {
+        Ok(Some(_)) => {}
+        Ok(None) => span.fail("no card"),
+        Err(_) => span.fail("the card could not be read"),
+    }
+    // The call is over: the fallback below is the discovered card (whose
+    // fetch, if it needs one, is the gateway's own and not the client's).
+    drop(span);
     let (mut card, upstream_headers) = match fetched {
         Ok(Some((card, headers))) => (card, Some(headers)),
         Err(err @ CardError::TooLarge(_)) => return Err(unavailable(agent, &err.to_string())),

@@ -479,6 +479,7 @@ async fn passthrough(
         .metrics
         .observe_upstream_latency(agent.name(), started.elapsed());
     let status = upstream.status();
+    span.answered(status);
     let headers = returned_headers(upstream.headers());
     let stop = state.shutdown.stop.clone();
     let body = head_first(upstream.bytes_stream())

@@ -121,10 +121,25 @@ pub struct RequestTrace {
 pub struct CallSpan(Option<Context>);
 
 impl CallSpan {
-    /// The call failed (unreachable, or its run ended in `RUN_ERROR`).
+    /// The call failed: the agent was unreachable, its answer broke off,
+    /// or it reported an error (`why`: a short reason or an error code).
     pub fn fail(&self, why: &str) {
         if let Some(cx) = &self.0 {
             cx.span().set_status(Status::error(why.to_owned()));
+        }
+    }
+
+    /// The agent answered `status` (a failure unless 2xx).
+    pub fn answered(&self, status: StatusCode) {
+        if let Some(cx) = &self.0 {
+            let span = cx.span();
+            span.set_attribute(KeyValue::new(
+                "http.response.status_code",
+                i64::from(status.as_u16()),
+            ));
+            if !status.is_success() {
+                span.set_status(Status::error(format!("HTTP {}", status.as_u16())));
+            }
         }
     }
 }

@@ -134,6 +134,7 @@ async fn resubscribe(
         span.fail("unreachable");
         return None;
     };
+    span.answered(response.status);
     if !response.status.is_success() || !is_event_stream(&response.headers) {
         span.fail("refused");
         return None;
@@ -155,7 +156,10 @@ async fn resubscribe(
                 });
             }
             Ok(Some(Ok(chunk))) => chunk,
-            Ok(_) => return None,
+            Ok(_) => {
+                span.fail("the answer broke off");
+                return None;
+            }
         };
         first.extend_from_slice(&chunk);
         let mut refused = None;
@@ -163,7 +167,10 @@ async fn resubscribe(
             refused.get_or_insert_with(|| event.name == Some("error") || refuses(event.data));
         });
         match refused {
-            Some(true) => return None,
+            Some(true) => {
+                span.fail("refused");
+                return None;
+            }
             Some(false) => {
                 return Some(Subscribed {
                     body,
@@ -172,7 +179,10 @@ async fn resubscribe(
                     span,
                 });
             }
-            None if parsed.is_err() => return None,
+            None if parsed.is_err() => {
+                span.fail("unreadable");
+                return None;
+            }
             None => {}
         }
     }
@@ -186,12 +196,14 @@ async fn read_task(
     limit: usize,
 ) -> Option<Vec<u8>> {
     // Held until the answer is read: the span ends with it.
-    let Outgoing {
-        request,
-        span: _span,
-    } = outbound::task_call(agent, forwarded, TaskCall::Get, task).await;
+    let Outgoing { request, span } =
+        outbound::task_call(agent, forwarded, TaskCall::Get, task).await;
     let read = async {
-        let response = request.send().await.ok()?;
+        let Ok(response) = request.send().await else {
+            span.fail("unreachable");
+            return None;
+        };
+        span.answered(response.status());
         if !response.status().is_success() {
             return None;
         }

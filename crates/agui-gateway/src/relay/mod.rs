@@ -377,7 +377,10 @@ impl RelayState {
                 if let Event::RunError { code, .. } = event {
                     let code = code.as_deref().unwrap_or("unknown");
                     self.run.metrics.count_error(self.run.agent.name(), code);
-                    self.call_span.fail(crate::metrics::bounded_code(code));
+                    // A client that left is no failure of the call.
+                    if code != ErrorCode::ClientDisconnected.as_str() {
+                        self.call_span.fail(crate::metrics::bounded_code(code));
+                    }
                     if let Some(note) = access {
                         note.run_error(code);
                     }
@@ -463,6 +466,13 @@ impl RelayState {
                     }
                 }
             };
+            // The call is over (its span ends here, not after the
+            // re-attach attempts, which have spans of their own).
+            let call = std::mem::take(&mut self.call_span);
+            if matches!(broke, Broke::ReadError) {
+                call.fail("the answer broke off");
+            }
+            drop(call);
             // The stream broke: re-attach to the task while it is on (a
             // document body, or a task already over, gives up at once).
             let shown = match self.reattach().await {
@@ -587,6 +597,7 @@ pub async fn send_cancel(agent: &Agent, forwarded: &Forwarded, task: &str) {
     let Outgoing { request, span } = outbound::cancel(agent, forwarded, task).await;
     match request.send().await {
         Ok(response) => {
+            span.answered(response.status());
             tracing::info!(agent = agent.name(), task, status = %response.status(), "sent A2A cancel")
         }
         Err(err) => {
@@ -608,6 +619,7 @@ fn relay(
     let first = match upstream {
         Ok(response) => {
             metrics.observe_upstream_latency(state.run.agent.name(), started.elapsed());
+            state.call_span.answered(response.status);
             state.upstream_status = response.status;
             state.batch_turns = batch::turns_for(&response);
             let is_sse = is_event_stream(&response.headers);

@@ -286,10 +286,12 @@ async fn trace_headers_follow_the_forwarding_policy() {
     assert_eq!(state, None, "the policy does not forward tracestate");
 }
 
-/// A call made after its request ended (the cancel once the client left)
-/// has its own client span under the request's, ended with the call.
+/// A call lasts as long as it does, not as long as its request: after the
+/// client left (no grace), the run's call ends after the request's span,
+/// and the cancel that follows has a client span of its own, under the
+/// request's, whose id is the `traceparent` the agent got with it.
 #[tokio::test]
-async fn a_cancel_after_the_client_left_has_its_own_span() {
+async fn a_call_outlives_a_request_the_client_left_and_the_cancel_has_its_own_span() {
     const TRACE: &str = "5b8aa5a2d2c872e8321cf37308d69df2";
     let (collector, received) = collector().await;
     let (upstream, fake) = fake_upstream().await;
@@ -308,11 +310,40 @@ async fn a_cancel_after_the_client_left_has_its_own_span() {
         .unwrap();
     let mut body = response.bytes_stream();
     let mut seen = String::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
     while !seen.contains("TEXT_MESSAGE_CONTENT") {
+        assert!(Instant::now() < deadline, "no text: {seen}");
         seen.push_str(std::str::from_utf8(&body.next().await.unwrap().unwrap()).unwrap());
     }
     drop(body);
-    let spans = spans_of(&received, TRACE, |spans| spans.len() >= 3).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !fake
+        .log
+        .lock()
+        .unwrap()
+        .methods
+        .iter()
+        .any(|m| m == "tasks/cancel")
+    {
+        assert!(Instant::now() < deadline, "no A2A cancel was sent");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The cancel is the agent's last request.
+    let cancel_parent = fake
+        .log
+        .lock()
+        .unwrap()
+        .headers
+        .iter()
+        .find(|(name, _)| name == "traceparent")
+        .map(|(_, value)| value.clone())
+        .expect("the cancel's traceparent");
+    let cancel_id = cancel_parent.split('-').nth(2).unwrap().to_owned();
+
+    let spans = spans_of(&received, TRACE, |spans| {
+        spans.len() >= 3 && spans.iter().any(|s| s["spanId"] == cancel_id)
+    })
+    .await;
     let server = spans
         .iter()
         .find(|s| s["parentSpanId"] == CLIENT_SPAN)
@@ -326,13 +357,23 @@ async fn a_cancel_after_the_client_left_has_its_own_span() {
         assert_eq!(call["name"], "A2A default", "{call:#}");
         assert_eq!(call["kind"], 3, "SPAN_KIND_CLIENT: {call:#}");
     }
+    let time = |span: &Value, key: &str| -> u64 {
+        match &span[key] {
+            Value::String(text) => text.parse().unwrap(),
+            other => other.as_u64().unwrap(),
+        }
+    };
+    let (cancel, run): (Vec<&Value>, Vec<&Value>) = calls
+        .iter()
+        .partition(|s| s["spanId"] == cancel_id.as_str());
+    let (cancel, run) = (cancel[0], run[0]);
+    let request_end = time(server, "endTimeUnixNano");
     assert!(
-        fake.log
-            .lock()
-            .unwrap()
-            .methods
-            .iter()
-            .any(|m| m == "tasks/cancel"),
-        "no A2A cancel was sent"
+        time(cancel, "startTimeUnixNano") >= request_end,
+        "the cancel came after the request: {spans:#?}"
+    );
+    assert!(
+        time(run, "endTimeUnixNano") >= request_end,
+        "the run's call ended with its stream, after the client left: {spans:#?}"
     );
 }
