@@ -122,7 +122,9 @@ pub async fn layer(mut request: Request, next: axum::middleware::Next) -> Respon
         trace,
     };
     request.extensions_mut().insert(line.note.clone());
-    request.extensions_mut().insert(line.trace.clone());
+    if let Some(trace) = &line.trace {
+        request.extensions_mut().insert(trace.clone());
+    }
     let response = next.run(request).await;
     let (parts, body) = response.into_parts();
     let line = Line {
@@ -146,7 +148,7 @@ struct Line {
     status: StatusCode,
     bytes: u64,
     /// The request's spans, ended with the line.
-    trace: SharedTrace,
+    trace: Option<SharedTrace>,
 }
 
 impl Line {
@@ -174,14 +176,16 @@ impl Line {
             end = end.as_str(),
             "request"
         );
-        self.trace.end(&Outcome {
-            status: self.status,
-            agent: agent.as_deref(),
-            mode,
-            events,
-            run_error: error.as_deref(),
-            end: end.as_str(),
-        });
+        if let Some(trace) = &self.trace {
+            trace.end(&Outcome {
+                status: self.status,
+                agent: agent.as_deref(),
+                mode,
+                events,
+                run_error: error.as_deref(),
+                end: end.as_str(),
+            });
+        }
     }
 }
 

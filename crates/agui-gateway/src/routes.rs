@@ -224,8 +224,21 @@ async fn run_agui(
     let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get())
         .traced(parts.extensions.get());
     let body = read_body(&state, body).await?;
+    agui_input(state, agent, &parts, forwarded, body, mode).await
+}
+
+/// A `RunAgentInput` read, on any route: a reconnect continues its run,
+/// anything else calls the agent.
+async fn agui_input(
+    state: SharedState,
+    agent: Arc<Agent>,
+    parts: &axum::http::request::Parts,
+    forwarded: Forwarded,
+    body: Bytes,
+    mode: Mode,
+) -> Result<Response, ApiError> {
     let scope = edge::scope(&parts.extensions);
-    let run_by = run_by(&agent, &scope, &parts, &body);
+    let run_by = run_by(&agent, &scope, parts, &body);
     let access = AccessNote::noted(&parts.extensions, agent.name(), mode);
     if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
         return Ok(resumed);
@@ -375,23 +388,9 @@ async fn proxy(
         AccessNote::noted(&parts.extensions, agent.name(), Mode::Passthrough);
         return passthrough(&state, &agent, parts.method.clone(), url, &forwarded, body).await;
     }
-    let scope = edge::scope(&parts.extensions);
-    let run_by = run_by(&agent, &scope, &parts, &body);
     let seed = match negotiate(&parts.method, &path, &body)? {
         Negotiated::RunAgentInput => {
-            let access = AccessNote::noted(&parts.extensions, agent.name(), Mode::Agui);
-            if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
-                return Ok(resumed);
-            }
-            let call = agui::Call {
-                headers: forwarded,
-                scope,
-                run_by,
-                body,
-                access,
-                tap: false,
-            };
-            return agui::run(state, agent, call).await;
+            return agui_input(state, agent, &parts, forwarded, body, Mode::Agui).await;
         }
         Negotiated::NotConvertible => {
             state.metrics.count_request(agent.name(), "passthrough");
@@ -401,6 +400,7 @@ async fn proxy(
         Negotiated::Forward => None,
         Negotiated::Build(message) => Some(message),
     };
+    let run_by = run_by(&agent, &edge::scope(&parts.extensions), &parts, &body);
     if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
         return Ok(resumed);
     }

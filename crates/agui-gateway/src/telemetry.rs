@@ -28,8 +28,9 @@ use url::Url;
 /// The instrumentation scope and the default `service.name`.
 const NAME: &str = "agui-gateway";
 
-/// Set once spans are exported: without it a request makes no span (the
-/// client's context is passed on as it came), which costs no allocation.
+/// Set once spans are exported: without it a request has no trace at all
+/// (no header read, no allocation); the client's trace headers go upstream
+/// as the forwarding policy let them through.
 static EXPORTING: AtomicBool = AtomicBool::new(false);
 
 fn exporting() -> bool {
@@ -157,12 +158,13 @@ impl Drop for CallSpan {
 pub type SharedTrace = Arc<RequestTrace>;
 
 /// The server span of a request, its parent read from the client's
-/// `traceparent` (a malformed one starts a new trace).
-pub fn start_request(headers: &HeaderMap, method: &Method, path: &str) -> SharedTrace {
-    let parent = TraceContextPropagator::new().extract(&HeaderExtractor(headers));
+/// `traceparent` (a malformed one starts a new trace); none when spans are
+/// not exported.
+pub fn start_request(headers: &HeaderMap, method: &Method, path: &str) -> Option<SharedTrace> {
     if !exporting() {
-        return Arc::new(RequestTrace { cx: parent });
+        return None;
     }
+    let parent = TraceContextPropagator::new().extract(&HeaderExtractor(headers));
     let route = route_of(path);
     let tracer = global::tracer(NAME);
     let span = tracer
@@ -174,9 +176,9 @@ pub fn start_request(headers: &HeaderMap, method: &Method, path: &str) -> Shared
             KeyValue::new("url.path", path.chars().take(200).collect::<String>()),
         ])
         .start_with_context(&tracer, &parent);
-    Arc::new(RequestTrace {
+    Some(Arc::new(RequestTrace {
         cx: parent.with_span(span),
-    })
+    }))
 }
 
 /// What the access layer knows when a request ends.
@@ -190,16 +192,12 @@ pub struct Outcome<'a> {
 }
 
 impl RequestTrace {
-    /// A client span for a call to `agent`, when spans are exported: its
-    /// `traceparent` (the gateway's own header, like `Via`) replaces the
-    /// client's in `headers`, which go upstream; the client's `tracestate`
-    /// goes on only where the forwarding policy let it through (it is in
-    /// `headers` then). Without an exporter the headers are left as the
-    /// policy made them: the client's trace goes on if it forwards them.
+    /// A client span for a call to `agent` (a trace exists only while
+    /// spans are exported): its `traceparent` (the gateway's own header,
+    /// like `Via`) replaces the client's in `headers`, which go upstream;
+    /// the client's `tracestate` goes on only where the forwarding policy
+    /// let it through (it is in `headers` then).
     pub fn call_upstream(&self, agent: &str, headers: &mut HeaderMap) -> CallSpan {
-        if !exporting() {
-            return CallSpan::default();
-        }
         let forwards_state = headers.contains_key("tracestate");
         for name in TRACE_HEADERS {
             headers.remove(name);
@@ -220,9 +218,6 @@ impl RequestTrace {
 
     /// Ends the server span with what the request became.
     pub fn end(&self, outcome: &Outcome<'_>) {
-        if !exporting() {
-            return;
-        }
         let failed = outcome.status.is_server_error() || outcome.run_error.is_some();
         let span = self.cx.span();
         let mut attributes = vec![

@@ -405,14 +405,7 @@ async fn every_edge_attack_is_refused_and_nothing_leaks() {
         .send()
         .await
         .unwrap();
-    let mut stream = response.bytes_stream();
-    let mut seen = String::new();
-    while !seen.contains("TEXT_MESSAGE_CONTENT") {
-        seen.push_str(&String::from_utf8_lossy(
-            &stream.next().await.unwrap().unwrap(),
-        ));
-    }
-    drop(stream);
+    read_until_then_leave(response, "TEXT_MESSAGE_CONTENT").await;
     let deadline = Instant::now() + Duration::from_secs(10);
     let cancel = loop {
         if let Some(cancel) = recorder

@@ -785,12 +785,7 @@ async fn a_client_disconnect_closes_the_upstream_within_a_second_and_can_cancel(
         &["--cancel-on-disconnect", "--detach-grace-secs", "0"],
     );
     let response = fake_run(&gw, "endless").await;
-    let mut body = response.bytes_stream();
-    let mut seen = String::new();
-    while !seen.contains("TEXT_MESSAGE_CONTENT") {
-        seen.push_str(std::str::from_utf8(&body.next().await.unwrap().unwrap()).unwrap());
-    }
-    drop(body);
+    read_until_then_leave(response, "TEXT_MESSAGE_CONTENT").await;
     let dropped = Instant::now();
     let deadline = dropped + Duration::from_secs(5);
     let closed = loop {
@@ -808,18 +803,8 @@ async fn a_client_disconnect_closes_the_upstream_within_a_second_and_can_cancel(
         lag < Duration::from_secs(1),
         "upstream closed {lag:?} after the client left"
     );
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !fake
-        .log
-        .lock()
-        .unwrap()
-        .methods
-        .iter()
-        .any(|m| m == "tasks/cancel")
-    {
-        assert!(Instant::now() < deadline, "no A2A cancel was sent");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    fake.wait_for_method("tasks/cancel", Duration::from_secs(5))
+        .await;
 }
 
 #[tokio::test]

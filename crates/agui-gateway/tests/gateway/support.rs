@@ -329,6 +329,38 @@ pub struct Fake {
     base: String,
 }
 
+impl Fake {
+    /// Waits up to `within` for the fake to have received JSON-RPC `method`.
+    pub async fn wait_for_method(&self, method: &str, within: Duration) {
+        let deadline = Instant::now() + within;
+        while !self.log.lock().unwrap().methods.iter().any(|m| m == method) {
+            assert!(Instant::now() < deadline, "the agent never got {method}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// A client that leaves mid-run: reads `response` until its text holds
+/// `marker` (within 10 s), then drops it. Returns what it read.
+pub async fn read_until_then_leave(response: reqwest::Response, marker: &str) -> String {
+    use futures::StreamExt as _;
+    let mut body = response.bytes_stream();
+    let mut seen = String::new();
+    let read = async {
+        while !seen.contains(marker) {
+            let chunk = body.next().await.expect("more").expect("bytes");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    };
+    if tokio::time::timeout(Duration::from_secs(10), read)
+        .await
+        .is_err()
+    {
+        panic!("no {marker} within 10 s: {seen}");
+    }
+    seen
+}
+
 /// The fixed SSE body of the `fixed` scenario: CRLF, a comment, a
 /// multi-line `data:`, an `event:` line. Passthrough must keep every byte.
 pub const FIXED_SSE: &str = ": ping - 2026-11-21 04:36:11\r\n\r\ndata: {\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{\"kind\":\"task\",\"id\":\"t1\",\"contextId\":\"c1\",\"status\":{\"state\":\"submitted\"}}}\r\n\r\ndata: {\"id\":1,\"jsonrpc\":\"2.0\",\r\ndata: \"result\":{\"kind\":\"artifact-update\",\"taskId\":\"t1\",\"contextId\":\"c1\",\"artifact\":{\"artifactId\":\"a\",\"parts\":[{\"kind\":\"text\",\"text\":\"fixed\"}]},\"lastChunk\":true}}\r\n\r\nevent: message\r\ndata: {\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{\"kind\":\"status-update\",\"taskId\":\"t1\",\"contextId\":\"c1\",\"status\":{\"state\":\"completed\"},\"final\":true}}\r\n\r\n";

@@ -11,7 +11,6 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::routing::post;
-use futures::StreamExt;
 use serde_json::Value;
 
 use super::SEED_BODY;
@@ -308,26 +307,9 @@ async fn a_call_outlives_a_request_the_client_left_and_the_cancel_has_its_own_sp
         .send()
         .await
         .unwrap();
-    let mut body = response.bytes_stream();
-    let mut seen = String::new();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !seen.contains("TEXT_MESSAGE_CONTENT") {
-        assert!(Instant::now() < deadline, "no text: {seen}");
-        seen.push_str(std::str::from_utf8(&body.next().await.unwrap().unwrap()).unwrap());
-    }
-    drop(body);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !fake
-        .log
-        .lock()
-        .unwrap()
-        .methods
-        .iter()
-        .any(|m| m == "tasks/cancel")
-    {
-        assert!(Instant::now() < deadline, "no A2A cancel was sent");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    read_until_then_leave(response, "TEXT_MESSAGE_CONTENT").await;
+    fake.wait_for_method("tasks/cancel", Duration::from_secs(10))
+        .await;
     // The cancel is the agent's last request.
     let cancel_parent = fake
         .log
