@@ -121,9 +121,12 @@ error_codes! {
     /// The path cannot be forwarded: it names another origin, climbs
     /// above the agent's base, or holds a backslash or control bytes.
     InvalidPath = "INVALID_PATH", Client;
-    /// `CONNECT` and `TRACE`: the gateway is no forward proxy and echoes
-    /// nothing back.
+    /// `CONNECT`, `TRACE` and any method that is not a standard one in
+    /// capitals (`trace`, `FOO`): the gateway is no forward proxy, echoes
+    /// nothing back, and matches methods case-sensitively.
     MethodNotAllowed = "METHOD_NOT_ALLOWED", Client;
+    /// The request carries `Authorization` (or `X-API-Key`) more than once.
+    DuplicateCredential = "DUPLICATE_CREDENTIAL", Client;
     /// The request body did not arrive within `request_body_timeout_secs`.
     RequestTimeout = "REQUEST_TIMEOUT", Client;
     /// Authentication is configured and the request carries no credential.

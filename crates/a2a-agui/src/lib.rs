@@ -29,6 +29,7 @@ mod digest;
 mod encode;
 mod event;
 mod ids;
+mod measure;
 mod pipeline;
 mod read;
 mod sse;

@@ -149,6 +149,7 @@ impl SseParser {
                 let outcome = self.take_line(&line, &mut on_event);
                 self.line = line;
                 self.line.clear();
+                shrink(&mut self.line);
                 outcome?;
             }
             chunk = &chunk[end + ending_len..];
@@ -247,8 +248,19 @@ impl SseParser {
             });
         }
         self.data.clear();
+        shrink(&mut self.data);
         self.name.clear();
         self.has_data = false;
+    }
+}
+
+/// What an idle parser keeps of a buffer that one large event grew: a
+/// stream's buffers stay small between events, whatever came before.
+const KEPT_CAPACITY: usize = 64 << 10;
+
+fn shrink(buffer: &mut Vec<u8>) {
+    if buffer.capacity() > KEPT_CAPACITY {
+        buffer.shrink_to(KEPT_CAPACITY);
     }
 }
 

@@ -441,8 +441,63 @@ fn reattach_chunk(i: usize, text: &str) -> Value {
         "artifact": { "artifactId": "a", "name": "answer", "parts": [{ "kind": "text", "text": text }] } })
 }
 
+/// How an agent's store keeps an artifact that was streamed in chunks.
+#[derive(Debug, Clone, Copy)]
+enum Stored {
+    /// One part per chunk (a2a-sdk's and a2a-js's appends).
+    PartPerChunk,
+    /// One part holding the whole text (a closing chunk that replaced the
+    /// artifact, or a store that merges text).
+    Whole,
+    /// The whole text split in parts other than the chunks.
+    Resplit,
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: ProptestConfig::default().cases.max(512), ..ProptestConfig::default() })]
+
+    /// Issue 24: `count` chunks stream; the connection breaks after `cut`
+    /// of them and, by the time the caller re-attaches, the task has
+    /// ended: the resubscribe is refused, the task read holds the whole
+    /// answer (stored as `stored` says). The client sees every chunk once.
+    #[test]
+    fn a_task_that_ended_before_the_re_attach_shows_the_rest_once(
+        count in 1usize..16,
+        cut in 0usize..16,
+        stored in prop_oneof![Just(Stored::PartPerChunk), Just(Stored::Whole), Just(Stored::Resplit)],
+        split in 1usize..8,
+    ) {
+        let chunks: Vec<String> = (0..count).map(|i| format!("w{i} ")).collect();
+        let cut = cut.min(count);
+        let mut converter = Converter::with_sequential_ids(Options::default());
+        let mut out = Vec::new();
+        converter.push_value(&reattach_task(&[], "working"), &mut out);
+        for (i, text) in chunks.iter().enumerate().take(cut) {
+            converter.push_value(&reattach_chunk(i, text), &mut out);
+        }
+        converter.reattach();
+        let whole = chunks.concat();
+        let parts: Vec<String> = match stored {
+            Stored::PartPerChunk => chunks.clone(),
+            Stored::Whole => vec![whole.clone()],
+            Stored::Resplit => whole
+                .as_bytes()
+                .chunks(split)
+                .map(|c| String::from_utf8_lossy(c).into_owned())
+                .collect(),
+        };
+        converter.push_value(&reattach_task(&parts, "completed"), &mut out);
+        converter.finish(StreamEnd::Eof, &mut out);
+        let events: Vec<Value> = out.iter().map(|e| serde_json::to_value(e).unwrap()).collect();
+        check_sequence(&events).map_err(TestCaseError::fail)?;
+        let text: String = events
+            .iter()
+            .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+            .filter_map(|e| e["delta"].as_str())
+            .collect();
+        prop_assert_eq!(text, whole);
+        prop_assert_eq!(&events.last().unwrap()["type"], "RUN_FINISHED");
+    }
 
     /// `count` chunks stream; the connection breaks after `cut` of them.
     /// The agent taps the task's events for the new stream from chunk

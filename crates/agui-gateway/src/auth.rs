@@ -55,6 +55,10 @@ pub enum AuthError {
     UnknownKey,
     #[error("the token has expired")]
     Expired,
+    #[error("the token is not valid yet (nbf)")]
+    NotYetValid,
+    #[error("the token is issued in the future (iat)")]
+    IssuedInFuture,
     #[error("the token is for another audience")]
     Audience,
     #[error("the token is from another issuer")]
@@ -63,6 +67,8 @@ pub enum AuthError {
     BadToken,
     #[error("the token's signing key is not known")]
     UnknownSigningKey,
+    #[error("the token's key is not for verifying signatures (its use or key_ops)")]
+    KeyNotForSigning,
     #[error("the token's signing keys could not be fetched")]
     KeysUnavailable,
 }
@@ -241,6 +247,8 @@ enum KeySource {
 #[derive(Deserialize)]
 struct Claims {
     sub: Option<String>,
+    /// Seconds since the epoch; a fraction is allowed (RFC 7519 NumericDate).
+    iat: Option<f64>,
 }
 
 impl Jwt {
@@ -316,17 +324,50 @@ impl Jwt {
         let data = jsonwebtoken::decode::<Claims>(token, &key, &validation).map_err(|err| {
             use jsonwebtoken::errors::ErrorKind;
             match err.kind() {
-                ErrorKind::ExpiredSignature | ErrorKind::ImmatureSignature => AuthError::Expired,
+                ErrorKind::ExpiredSignature => AuthError::Expired,
+                ErrorKind::ImmatureSignature => AuthError::NotYetValid,
                 ErrorKind::InvalidAudience => AuthError::Audience,
                 ErrorKind::InvalidIssuer => AuthError::Issuer,
                 _ => AuthError::BadToken,
             }
         })?;
+        // The library does not look at `iat`: a token issued in the future
+        // (beyond the clock skew allowed) was minted by a clock or a key
+        // that cannot be trusted.
+        if let Some(issued) = data.claims.iat
+            && issued > now_secs() + self.validation.leeway as f64
+        {
+            return Err(AuthError::IssuedInFuture);
+        }
         data.claims
             .sub
             .filter(|s| !s.is_empty())
             .ok_or(AuthError::BadToken)
     }
+}
+
+fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Whether a JWKS key may verify signatures: RFC 7517 `use` (when given)
+/// is `sig`, and `key_ops` (when given) includes `verify`. A key published
+/// for encryption verifies nothing, whatever its `kid`.
+fn is_signing_key(jwk: &jsonwebtoken::jwk::Jwk) -> bool {
+    use jsonwebtoken::jwk::{KeyOperations, PublicKeyUse};
+    let use_ok = jwk
+        .common
+        .public_key_use
+        .as_ref()
+        .is_none_or(|usage| matches!(usage, PublicKeyUse::Signature));
+    let ops_ok = jwk
+        .common
+        .key_operations
+        .as_ref()
+        .is_none_or(|ops| ops.iter().any(|op| matches!(op, KeyOperations::Verify)));
+    use_ok && ops_ok
 }
 
 /// A JWKS document, fetched within the card limits and cached; an unknown
@@ -404,12 +445,22 @@ impl Jwks {
             return (None, true);
         };
         let stale = fetched.elapsed() > JWKS_MAX_AGE;
-        let jwk = match kid {
-            Some(kid) => set.find(kid),
-            None if set.keys.len() == 1 => set.keys.first(),
-            None => None,
+        // A signing key first: a set may publish an encryption key under
+        // the same `kid`.
+        let named = |jwk: &&jsonwebtoken::jwk::Jwk| match kid {
+            Some(kid) => jwk.common.key_id.as_deref() == Some(kid),
+            None => set.keys.len() == 1,
         };
+        let jwk = set
+            .keys
+            .iter()
+            .filter(named)
+            .find(|jwk| is_signing_key(jwk))
+            .or_else(|| set.keys.iter().find(named));
         let found = jwk.map(|jwk| {
+            if !is_signing_key(jwk) {
+                return Err(AuthError::KeyNotForSigning);
+            }
             let declared = jwk
                 .common
                 .key_algorithm

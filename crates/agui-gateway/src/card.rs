@@ -3,7 +3,7 @@
 //! the AG-UI capability is declared.
 
 use a2a_agui::ErrorCode;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use url::Url;
@@ -27,16 +27,25 @@ pub fn is_card_path(path: &str) -> bool {
 }
 
 /// The gateway's public base URL: configured, or from the request
-/// (`X-Forwarded-Proto`, `X-Forwarded-Host`, `X-Forwarded-Prefix`, `Host`; the edge has
-/// removed the forwarding headers of a peer not in `trusted_proxies`).
-pub fn public_base(config: &Config, headers: &HeaderMap) -> String {
+/// (`X-Forwarded-Proto`, `X-Forwarded-Host`, `X-Forwarded-Prefix`, then the
+/// request target's own authority when it came in absolute form, which
+/// RFC 9112 3.2.2 says wins over `Host`, then `Host`; the edge has removed
+/// the forwarding headers of a peer not in `trusted_proxies`). A host or
+/// scheme that is not one (`evil/x?`, `javascript`) is not used.
+pub fn public_base(config: &Config, uri: &Uri, headers: &HeaderMap) -> String {
     if let Some(url) = &config.public_url {
         return url.as_str().trim_end_matches('/').to_owned();
     }
     let text = |name: &str| first_value(headers, name);
-    let scheme = text("x-forwarded-proto").unwrap_or_else(|| "http".to_owned());
+    let scheme = text("x-forwarded-proto")
+        .map(|proto| proto.to_ascii_lowercase())
+        .filter(|proto| proto == "http" || proto == "https")
+        .or_else(|| uri.scheme_str().map(str::to_owned))
+        .unwrap_or_else(|| "http".to_owned());
     let host = text("x-forwarded-host")
-        .or_else(|| text(header::HOST.as_str()))
+        .filter(|host| is_authority(host))
+        .or_else(|| uri.authority().map(|a| a.as_str().to_owned()))
+        .or_else(|| text(header::HOST.as_str()).filter(|host| is_authority(host)))
         .unwrap_or_else(|| config.listen.to_string());
     let prefix = text("x-forwarded-prefix").unwrap_or_default();
     let prefix = prefix.trim_end_matches('/');
@@ -48,6 +57,18 @@ pub fn public_base(config: &Config, headers: &HeaderMap) -> String {
     format!("{scheme}://{host}{prefix}")
 }
 
+/// A host and optional port, nothing else (no user, path or query).
+fn is_authority(text: &str) -> bool {
+    text.parse::<axum::http::uri::Authority>()
+        .is_ok_and(|authority| !authority.as_str().contains('@'))
+}
+
+/// Whether the served card names the gateway by what the request said
+/// (no `public_url`): then caches must keep one copy per host.
+pub fn varies_by_request(config: &Config) -> bool {
+    config.public_url.is_none()
+}
+
 /// The card at `path` (one of the well-known paths) for the agent mounted
 /// at `mount` on the gateway.
 pub async fn serve(
@@ -55,10 +76,10 @@ pub async fn serve(
     agent: &Agent,
     path: &str,
     mount: &str,
-    headers: &HeaderMap,
+    (uri, headers): (&Uri, &HeaderMap),
     forwarded: &Forwarded,
 ) -> Result<Response, ApiError> {
-    let gateway_base = format!("{}{mount}", public_base(config, headers));
+    let gateway_base = format!("{}{mount}", public_base(config, uri, headers));
     let upstream_base = base_url(&agent.config.upstream);
     let outbound::Outgoing { request, span } = outbound::card(agent, path, forwarded)?;
     let fetched = agent.read_card(request).await;
@@ -110,7 +131,56 @@ pub async fn serve(
             }
         }
     }
+    if varies_by_request(config) {
+        vary_by_host(response.headers_mut());
+    }
     Ok(response)
+}
+
+/// A card whose URLs come from the request's host: `Vary` names what it
+/// was built from, and a shared cache may not keep it (`private`, the
+/// agent's `max-age` kept): a host that a cache keys differently (an
+/// absolute-form target) must not poison another client's copy.
+fn vary_by_host(headers: &mut HeaderMap) {
+    let mut vary: Vec<String> = headers
+        .get_all(header::VARY)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+        .collect();
+    for name in [
+        "Host",
+        "X-Forwarded-Host",
+        "X-Forwarded-Proto",
+        "X-Forwarded-Prefix",
+    ] {
+        if !vary
+            .iter()
+            .any(|v| v.eq_ignore_ascii_case(name) || v == "*")
+        {
+            vary.push(name.to_owned());
+        }
+    }
+    if let Ok(value) = HeaderValue::from_str(&vary.join(", ")) {
+        headers.insert(header::VARY, value);
+    }
+    let max_age = headers
+        .get(header::CACHE_CONTROL)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.split(',')
+                .filter_map(|d| d.trim().strip_prefix("max-age="))
+                .find_map(|age| age.trim().parse::<u64>().ok())
+        });
+    let control = match max_age {
+        Some(age) => format!("private, max-age={age}"),
+        None => "private, no-cache".to_owned(),
+    };
+    if let Ok(value) = HeaderValue::from_str(&control) {
+        headers.insert(header::CACHE_CONTROL, value);
+    }
 }
 
 fn unavailable(agent: &Agent, message: &str) -> ApiError {

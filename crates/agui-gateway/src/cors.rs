@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use axum::http::{HeaderValue, request::Parts};
+use axum::http::{HeaderValue, header, request::Parts};
 use tower_http::cors::{AllowCredentials, AllowHeaders, AllowMethods, AllowOrigin, CorsLayer};
 
 use crate::config::CorsConfig;
@@ -65,4 +65,15 @@ pub fn layer(config: &CorsConfig) -> Option<CorsLayer> {
             .max_age(config.max_age)
             .allow_credentials(credentials),
     )
+}
+
+/// tower-http writes `Access-Control-Expose-Headers` on every answer, the
+/// refused origins' too: without an allowed origin it goes, so a refused
+/// origin gets no CORS header at all.
+pub async fn tidy(mut response: axum::response::Response) -> axum::response::Response {
+    let headers = response.headers_mut();
+    if !headers.contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN) {
+        headers.remove(header::ACCESS_CONTROL_EXPOSE_HEADERS);
+    }
+    response
 }

@@ -8,7 +8,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 
 use a2a_agui::ErrorCode;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{Extensions, HeaderValue, Method, StatusCode, header};
+use axum::http::{Extensions, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::auth::{AuthError, Principal};
@@ -57,14 +57,17 @@ async fn admit(state: &AppState, request: &mut Request) -> Result<(), ApiError> 
         .with_header(header::CONNECTION, HeaderValue::from_static("close"))
         .with_header(header::RETRY_AFTER, HeaderValue::from_static("1")));
     }
-    if request.method() == Method::CONNECT || request.method() == Method::TRACE {
+    if let Some(refusal) = refused_method(request.method()) {
+        return Err(refusal);
+    }
+    if let Some(name) = repeated_credential(request.headers()) {
+        // Which of two would count is a guess every hop makes alike only
+        // by luck: an agent reading the last would act on one the gateway
+        // never verified.
         return Err(ApiError::new(
-            StatusCode::METHOD_NOT_ALLOWED,
-            ErrorCode::MethodNotAllowed,
-            format!(
-                "{} is not served: this gateway is no forward proxy",
-                request.method()
-            ),
+            StatusCode::BAD_REQUEST,
+            ErrorCode::DuplicateCredential,
+            format!("the request has more than one {name} header"),
         ));
     }
     if has_looped(request.headers(), &state.config.gateway_id) {
@@ -109,6 +112,48 @@ async fn admit(state: &AppState, request: &mut Request) -> Result<(), ApiError> 
     }
     request.extensions_mut().insert(caller);
     Ok(())
+}
+
+/// Methods are case-sensitive (RFC 9110 9.1): `trace` is not `TRACE` but
+/// an extension method, which no route serves. Only the standard methods a
+/// route may take pass; `CONNECT` and `TRACE` never (no forward proxy, no
+/// echo of the request's credentials).
+fn refused_method(method: &Method) -> Option<ApiError> {
+    let served = [
+        Method::GET,
+        Method::HEAD,
+        Method::POST,
+        Method::PUT,
+        Method::PATCH,
+        Method::DELETE,
+        Method::OPTIONS,
+    ];
+    if served.contains(method) {
+        return None;
+    }
+    let message = if *method == Method::CONNECT || *method == Method::TRACE {
+        format!("{method} is not served: this gateway is no forward proxy")
+    } else {
+        // The name is the client's: bounded, and quoted as data.
+        let name: String = method.as_str().chars().take(32).collect();
+        format!("the method {name:?} is not served (methods are case-sensitive)")
+    };
+    Some(ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        ErrorCode::MethodNotAllowed,
+        message,
+    ))
+}
+
+/// A credential header sent more than once, if any.
+fn repeated_credential(headers: &axum::http::HeaderMap) -> Option<&'static str> {
+    [
+        (header::AUTHORIZATION, "Authorization"),
+        (HeaderName::from_static("x-api-key"), "X-API-Key"),
+    ]
+    .into_iter()
+    .find(|(name, _)| headers.get_all(name).iter().nth(1).is_some())
+    .map(|(_, shown)| shown)
 }
 
 fn rate(state: &AppState, bucket: &str) -> Result<(), ApiError> {

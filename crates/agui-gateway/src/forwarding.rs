@@ -260,16 +260,54 @@ fn crosses(name: &HeaderName, named: &[HeaderName]) -> bool {
     !HOP_BY_HOP.contains(&name.as_str()) && name != header::CONTENT_LENGTH && !named.contains(name)
 }
 
-/// The upstream's headers a passed-through response keeps.
-pub fn returned_headers(upstream: &HeaderMap) -> HeaderMap {
+/// Response headers that are the edge's to set, never an agent's: CORS
+/// (the gateway's policy, or none), and what binds the gateway's whole
+/// origin (HSTS, another service to use instead, wiping the site's data).
+const EDGE_OWNED: [&str; 3] = ["strict-transport-security", "alt-svc", "clear-site-data"];
+
+/// What a passed-through response may carry back from its agent.
+pub struct ReturnPolicy<'a> {
+    /// The agent may set cookies: its policy forwards the client's `Cookie`
+    /// (without that, a cookie it set would never come back to it, and
+    /// would only sit on the gateway's origin).
+    pub cookies: bool,
+    /// A `Location` or `Content-Location` on the agent's origin is moved
+    /// to this base (the agent's address is not shown to clients).
+    pub rewrite: &'a dyn Fn(&str) -> Option<String>,
+}
+
+/// The upstream's headers a passed-through response keeps: end-to-end
+/// ones, less the edge's own (`Access-Control-*`, [`EDGE_OWNED`]) and
+/// `Set-Cookie` unless the agent takes cookies; the agent's own URLs in
+/// `Location` point at the gateway.
+pub fn returned_headers(upstream: &HeaderMap, policy: &ReturnPolicy<'_>) -> HeaderMap {
     let named = connection_named(upstream);
     let mut headers = HeaderMap::new();
     for (name, value) in upstream {
-        if crosses(name, &named) {
-            headers.append(name.clone(), value.clone());
+        if !crosses(name, &named) || is_edge_owned(name) {
+            continue;
         }
+        if name == header::SET_COOKIE && !policy.cookies {
+            continue;
+        }
+        if name == header::LOCATION || name == header::CONTENT_LOCATION {
+            let moved = value
+                .to_str()
+                .ok()
+                .and_then(|url| (policy.rewrite)(url))
+                .and_then(|url| HeaderValue::from_str(&url).ok());
+            if let Some(moved) = moved {
+                headers.append(name.clone(), moved);
+                continue;
+            }
+        }
+        headers.append(name.clone(), value.clone());
     }
     headers
+}
+
+fn is_edge_owned(name: &HeaderName) -> bool {
+    name.as_str().starts_with("access-control-") || EDGE_OWNED.contains(&name.as_str())
 }
 
 /// This gateway's entry in `Via` headers: `1.1 <gateway_id>`.
@@ -536,8 +574,62 @@ mod tests {
             ("content-type", "text/event-stream"),
             ("content-length", "5"),
         ]);
-        let back = returned_headers(&upstream);
+        let policy = ReturnPolicy {
+            cookies: true,
+            rewrite: &|_| None,
+        };
+        let back = returned_headers(&upstream, &policy);
         assert_eq!(back.len(), 1);
         assert_eq!(back["content-type"], "text/event-stream");
+    }
+
+    #[test]
+    fn responses_lose_what_the_edge_owns_and_cookies_the_agent_never_gets() {
+        let upstream = map(&[
+            ("access-control-allow-origin", "https://evil.test"),
+            ("access-control-allow-credentials", "true"),
+            ("access-control-expose-headers", "x-secret"),
+            (
+                "strict-transport-security",
+                "max-age=63072000; includeSubDomains",
+            ),
+            ("alt-svc", "h2=\"evil.test:443\""),
+            ("clear-site-data", "\"*\""),
+            ("set-cookie", "session=agent"),
+            ("location", "http://10.1.2.3:9000/tasks/1"),
+            ("content-location", "https://elsewhere.test/x"),
+            ("x-request-id", "r-1"),
+            ("www-authenticate", "Bearer"),
+        ]);
+        let rewrite = |url: &str| {
+            url.strip_prefix("http://10.1.2.3:9000")
+                .map(|rest| format!("https://gw.test/v1/agents/a{rest}"))
+        };
+        let policy = ReturnPolicy {
+            cookies: false,
+            rewrite: &rewrite,
+        };
+        let back = returned_headers(&upstream, &policy);
+        let mut names: Vec<&str> = back.keys().map(HeaderName::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            [
+                "content-location",
+                "location",
+                "www-authenticate",
+                "x-request-id"
+            ]
+        );
+        assert_eq!(back["location"], "https://gw.test/v1/agents/a/tasks/1");
+        assert_eq!(back["content-location"], "https://elsewhere.test/x");
+        let with_cookies = ReturnPolicy {
+            cookies: true,
+            rewrite: &rewrite,
+        };
+        assert_eq!(
+            returned_headers(&upstream, &with_cookies)["set-cookie"],
+            "session=agent"
+        );
     }
 }

@@ -16,6 +16,7 @@ pub mod forwarding;
 pub mod inspect;
 pub mod journal;
 pub mod lean;
+pub mod logging;
 pub mod metrics;
 pub mod negotiate;
 pub mod outbound;

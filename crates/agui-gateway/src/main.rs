@@ -1,13 +1,14 @@
 //! `agui-gateway`: the binary edge. Parses the command line and hands off.
 #![forbid(unsafe_code)]
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_agui::{Options, OutputFormat, convert_recording};
+use agui_gateway::logging::{LogFormat as Log, announce};
 use agui_gateway::{demo, routes, server};
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
@@ -76,6 +77,9 @@ struct ServeArgs {
     /// Seconds open streams may run on after SIGTERM.
     #[arg(long, env = "AGUI_GATEWAY_SHUTDOWN_GRACE_SECS")]
     shutdown_grace_secs: Option<u64>,
+    /// Seconds requests are still taken after SIGTERM (while load balancers drop the pod); default 0.
+    #[arg(long, env = "AGUI_GATEWAY_DRAIN_DELAY_SECS")]
+    drain_delay_secs: Option<u64>,
     /// The largest upstream event accepted, in bytes.
     #[arg(long, env = "AGUI_GATEWAY_MAX_EVENT_BYTES")]
     max_event_bytes: Option<usize>,
@@ -282,13 +286,14 @@ fn main() -> anyhow::Result<()> {
             log,
         }) => {
             init_logging(log.log_format);
-            runtime(None)?.block_on(demo(listen, delay_ms, cors))
+            runtime(None)?.block_on(demo(listen, delay_ms, cors, log.log_format.into()))
         }
         None => {
             let workers = cli.serve.workers;
+            let log = cli.serve.log.log_format.into();
             init_logging(cli.serve.log.log_format);
             let config = serve_config(cli.serve)?;
-            runtime(workers)?.block_on(serve(config, None))
+            runtime(workers)?.block_on(serve(config, None, log))
         }
     }
 }
@@ -305,24 +310,16 @@ fn runtime(workers: Option<usize>) -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("AGUI_GATEWAY_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = match format {
-        // Log shippers read one JSON object per line: the event's fields
-        // at the top level, no colour codes.
-        LogFormat::Json => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            .try_init(),
-        // Colour codes only for a person at a terminal, never in a file.
-        LogFormat::Text => builder
-            .with_ansi(std::io::stderr().is_terminal())
-            .try_init(),
-    };
+    agui_gateway::logging::init(format.into());
+}
+
+impl From<LogFormat> for agui_gateway::logging::LogFormat {
+    fn from(format: LogFormat) -> Self {
+        match format {
+            LogFormat::Text => agui_gateway::logging::LogFormat::Text,
+            LogFormat::Json => agui_gateway::logging::LogFormat::Json,
+        }
+    }
 }
 
 fn serve_config(args: ServeArgs) -> anyhow::Result<Config> {
@@ -378,6 +375,9 @@ fn serve_config(args: ServeArgs) -> anyhow::Result<Config> {
     }
     if let Some(secs) = args.keepalive_secs {
         config.keepalive = Duration::from_secs(secs.max(1));
+    }
+    if let Some(secs) = args.drain_delay_secs {
+        config.drain_delay = Duration::from_secs(secs);
     }
     if let Some(secs) = args.shutdown_grace_secs {
         config.shutdown_grace = Duration::from_secs(secs);
@@ -495,9 +495,12 @@ fn apply_edge(config: &mut Config, edge: EdgeArgs) -> anyhow::Result<()> {
 
 /// Serves until SIGTERM or Ctrl-C: then stops accepting, lets open streams
 /// run for the grace period, ends the rest with RUN_ERROR and exits.
-async fn serve(config: Config, banner: Option<String>) -> anyhow::Result<()> {
+async fn serve(config: Config, banner: Option<String>, log: Log) -> anyhow::Result<()> {
     let shutdown = Shutdown::default();
-    let grace = config.shutdown_grace;
+    let timing = Drain {
+        grace: config.shutdown_grace,
+        delay: config.drain_delay,
+    };
     let listen = config.listen;
     let admin_listen = config.admin_listen;
     let limits = ConnectionLimits {
@@ -552,18 +555,25 @@ async fn serve(config: Config, banner: Option<String>) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    // Tests and scripts wait for this exact line.
-    println!("agui-gateway listening on http://{local}");
+    // Tests and scripts wait for this line ("listening on http://…").
+    announce(log, &format!("agui-gateway listening on http://{local}"));
     if let Some(admin) = &admin
         && let Ok(address) = admin.local_addr()
     {
-        println!("agui-gateway admin (health, readiness, metrics) on http://{address}");
+        announce(
+            log,
+            &format!("agui-gateway admin (health, readiness, metrics) on http://{address}"),
+        );
     }
     if let Some(banner) = banner {
-        println!("{banner}");
+        announce(log, &banner);
     }
     let _ = std::io::stdout().flush();
-    tokio::spawn(watch_signals(shutdown.clone(), grace));
+    let idle = {
+        let state = state.clone();
+        move || state.open_streams() == 0
+    };
+    tokio::spawn(watch_signals(shutdown.clone(), timing, idle));
     if let Some(admin) = admin {
         // Probes must answer while the main listener is full: a cap of its own.
         let admin_limits = ConnectionLimits {
@@ -623,15 +633,50 @@ fn warn_if_files_run_short(max_connections: usize) {
     }
 }
 
-async fn watch_signals(shutdown: Shutdown, grace: Duration) {
+/// How a SIGTERM or Ctrl-C ends the gateway.
+#[derive(Debug, Clone, Copy)]
+struct Drain {
+    /// Open streams may run on this long (`shutdown_grace_secs`).
+    grace: Duration,
+    /// Requests are taken (and answered 503 GATEWAY_DRAINING, `/readyz`
+    /// 503) at least this long (`drain_delay_secs`).
+    delay: Duration,
+}
+
+/// On the first signal: drain (no new requests), then stop as soon as no
+/// stream is open (after `delay`) or when `grace` is over, whichever comes
+/// first. A second Ctrl-C exits at once.
+async fn watch_signals(shutdown: Shutdown, drain: Drain, idle: impl Fn() -> bool) {
     wait_for_signal().await;
+    let signalled = tokio::time::Instant::now();
     tracing::info!(
-        grace_secs = grace.as_secs(),
+        grace_secs = drain.grace.as_secs(),
+        drain_delay_secs = drain.delay.as_secs(),
         "shutting down: no new requests, open streams may finish"
     );
     shutdown.draining.cancel();
-    tokio::time::sleep(grace).await;
-    tracing::info!("grace period over: ending open streams");
+    tokio::spawn(async {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            tracing::warn!("interrupted again: exiting now");
+            std::process::exit(130);
+        }
+    });
+    tokio::time::sleep(drain.delay).await;
+    let deadline = signalled + drain.grace.max(drain.delay);
+    // Checked every 50 ms: a stream's end needs no signal of its own, and
+    // a drain is not a hot path.
+    loop {
+        if idle() {
+            tracing::info!("no stream open: stopping");
+            break;
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            tracing::info!("grace period over: ending open streams");
+            break;
+        }
+        tokio::time::sleep((deadline - now).min(Duration::from_millis(50))).await;
+    }
     shutdown.stop.cancel();
 }
 
@@ -667,7 +712,7 @@ fn redacted(url: &url::Url) -> String {
     url.to_string()
 }
 
-async fn demo(listen: SocketAddr, delay_ms: u64, cors: CorsArgs) -> anyhow::Result<()> {
+async fn demo(listen: SocketAddr, delay_ms: u64, cors: CorsArgs, log: Log) -> anyhow::Result<()> {
     let mut config_cors = CorsConfig {
         origins: DEMO_CORS_ORIGINS
             .iter()
@@ -697,7 +742,7 @@ async fn demo(listen: SocketAddr, delay_ms: u64, cors: CorsArgs) -> anyhow::Resu
          browser pages may call it from: {pages} (--cors-origin to change)\n\
          stop with Ctrl-C"
     );
-    serve(config, Some(banner)).await
+    serve(config, Some(banner), log).await
 }
 
 /// The allowed origins, for the banner.

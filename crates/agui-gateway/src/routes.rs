@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use crate::access::{AccessNote, Mode};
 use crate::error::ApiError;
-use crate::forwarding::returned_headers;
+use crate::forwarding::{ReturnPolicy, returned_headers};
 use crate::journal::{Caller, Owner, RunBy, RunIdentity};
 use crate::negotiate::{Negotiated, negotiate, output_format, wants_agui};
 use crate::outbound::{self, Forwarded};
@@ -69,7 +69,9 @@ pub fn router(state: SharedState) -> Router {
     // Outermost: a preflight is answered before draining, credentials and
     // rates are looked at.
     let router = match cors::layer(&state.config.cors) {
-        Some(cors) => router.layer(cors),
+        Some(cors) => router
+            .layer(cors)
+            .layer(axum::middleware::map_response(cors::tidy)),
         None => router,
     };
     // Outside everything: preflights, refusals and errors get their line.
@@ -150,7 +152,7 @@ async fn list_agents(State(state): State<SharedState>, request: Request) -> Resp
     state
         .metrics
         .count_request(crate::metrics::NO_AGENT, "agents");
-    let public = card::public_base(&state.config, request.headers());
+    let public = card::public_base(&state.config, request.uri(), request.headers());
     let mut agents = Vec::new();
     for (name, agent) in &state.agents {
         if edge::allowed(&state, request.extensions(), agent).is_err() {
@@ -378,15 +380,25 @@ async fn proxy(
             &agent,
             &path,
             &mount,
-            &parts.headers,
+            (&parts.uri, &parts.headers),
             &forwarded,
         )
         .await;
     }
+    let gateway_base = || {
+        let public = card::public_base(&state.config, &parts.uri, &parts.headers);
+        format!("{public}{mount}")
+    };
     if !wants_agui(&parts.headers, query) {
         state.metrics.count_request(agent.name(), "passthrough");
         AccessNote::noted(&parts.extensions, agent.name(), Mode::Passthrough);
-        return passthrough(&state, &agent, parts.method.clone(), url, &forwarded, body).await;
+        let call = Passthrough {
+            method: parts.method.clone(),
+            url,
+            body,
+            gateway_base: gateway_base(),
+        };
+        return passthrough(&state, &agent, call, &forwarded).await;
     }
     let seed = match negotiate(&parts.method, &path, &body)? {
         Negotiated::RunAgentInput => {
@@ -395,7 +407,13 @@ async fn proxy(
         Negotiated::NotConvertible => {
             state.metrics.count_request(agent.name(), "passthrough");
             AccessNote::noted(&parts.extensions, agent.name(), Mode::Passthrough);
-            return passthrough(&state, &agent, parts.method.clone(), url, &forwarded, body).await;
+            let call = Passthrough {
+                method: parts.method.clone(),
+                url,
+                body,
+                gateway_base: gateway_base(),
+            };
+            return passthrough(&state, &agent, call, &forwarded).await;
         }
         Negotiated::Forward => None,
         Negotiated::Build(message) => Some(message),
@@ -448,18 +466,32 @@ async fn proxy(
     .await
 }
 
+/// A request passed through as it came.
+struct Passthrough {
+    method: Method,
+    url: url::Url,
+    body: Bytes,
+    /// Where the agent is mounted on the gateway, as the client sees it.
+    gateway_base: String,
+}
+
 /// Transparent mode: the request as it came, the response as it comes
-/// back, byte for byte; only hop-by-hop headers change.
+/// back, byte for byte; of its headers, hop-by-hop ones and what the edge
+/// owns change (`forwarding::returned_headers`).
 async fn passthrough(
     state: &AppState,
     agent: &Agent,
-    method: Method,
-    url: url::Url,
+    call: Passthrough,
     forwarded: &Forwarded,
-    body: Bytes,
 ) -> Result<Response, ApiError> {
     // Passed-through streams count under `max_streams` as converted ones do.
     let permit = state.stream_permit(agent.name())?;
+    let Passthrough {
+        method,
+        url,
+        body,
+        gateway_base,
+    } = call;
     let outbound::Outgoing { request, span } =
         outbound::passthrough(agent, method, url, forwarded, body);
     let started = Instant::now();
@@ -480,7 +512,13 @@ async fn passthrough(
         .observe_upstream_latency(agent.name(), started.elapsed());
     let status = upstream.status();
     span.answered(status);
-    let headers = returned_headers(upstream.headers());
+    let upstream_base = crate::target::base_url(&agent.config.upstream);
+    let rewrite = |url: &str| card::rewrite_url(url, &upstream_base, &gateway_base);
+    let policy = ReturnPolicy {
+        cookies: agent.config.forward.cookie,
+        rewrite: &rewrite,
+    };
+    let headers = returned_headers(upstream.headers(), &policy);
     let stop = state.shutdown.stop.clone();
     let body = head_first(upstream.bytes_stream())
         .take_until(async move { stop.cancelled().await })

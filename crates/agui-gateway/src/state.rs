@@ -116,6 +116,14 @@ impl AppState {
         })
     }
 
+    /// Streams open now (attached, detached or passed through).
+    pub fn open_streams(&self) -> usize {
+        self.config
+            .limits
+            .max_streams
+            .saturating_sub(self.streams.available_permits())
+    }
+
     pub fn named(&self, name: &str) -> Result<Arc<Agent>, ApiError> {
         self.agents.get(name).cloned().ok_or_else(|| {
             ApiError::not_found(ErrorCode::UnknownAgent, format!("no agent named {name:?}"))
@@ -208,6 +216,10 @@ impl ThreadMemory {
     }
 
     pub fn remember_sent(&mut self, messages: &[String], interrupts: &[String]) {
+        // Only the last few can stay remembered: a request naming 100,000
+        // ids must not cost 100,000 searches of the list under its lock.
+        let last = |ids: &'_ [String]| -> usize { ids.len().saturating_sub(MAX_SENT_PER_THREAD) };
+        let (messages, interrupts) = (&messages[last(messages)..], &interrupts[last(interrupts)..]);
         let digests = messages
             .iter()
             .map(|id| digest(&Remembered::Message(id)))

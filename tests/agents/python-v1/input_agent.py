@@ -12,6 +12,9 @@ answers, state and context. The gateway's tests drive it with real AG-UI clients
                seen: true, contextCount) and a delta (add /answer: "sunny").
   count N MS   streams "1 ", "2 ", … "N " as chunks of one artifact, MS ms apart (default
                20 chunks, 100 ms), and stops early when the task is cancelled.
+  whole N MS   streams as `count` does, then closes the artifact with one chunk holding
+               the whole text (append=False, as ADK and Strands do): the stored task
+               then keeps the answer as one part, not one part per chunk.
 
 GET /received lists every message the agent received (task id, parts, metadata, the
 request metadata, the extensions the client asked for) and every cancel, so a test can
@@ -120,16 +123,21 @@ class InputExecutor(AgentExecutor):
             self.waiting[context.task_id] = 'city'
             await updater.update_status(TaskState.TASK_STATE_INPUT_REQUIRED,
                                         message=agent_message(Part(text='Which city?')))
-        elif text.startswith('count'):
+        elif text.startswith('count') or text.startswith('whole'):
             words = text.split()
             count = int(words[1]) if len(words) > 1 else 20
             pause = int(words[2]) if len(words) > 2 else 100
+            whole = text.startswith('whole')
             for i in range(1, count + 1):
                 if context.task_id in self.cancelled:
                     return
                 await updater.add_artifact([Part(text=f'{i} ')], artifact_id='count', name='count',
-                                           append=i > 1, last_chunk=i == count)
+                                           append=i > 1, last_chunk=i == count and not whole)
                 await asyncio.sleep(pause / 1000)
+            if whole:
+                answer = ''.join(f'{i} ' for i in range(1, count + 1))
+                await updater.add_artifact([Part(text=answer)], artifact_id='count', name='count',
+                                           append=False, last_chunk=True)
             await updater.complete()
         elif 'state' in text:
             state = metadata.get('x-agui-state') or context.metadata.get('x-agui-state') or {}

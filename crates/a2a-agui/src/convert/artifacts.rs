@@ -372,6 +372,34 @@ impl<I: IdSource> Converter<I> {
         }
     }
 
+    /// A finished task's stored artifact of plain text, some of which was
+    /// streamed: a store need not keep the chunks part for part (a closing
+    /// chunk may have replaced them with the whole text, a store may merge
+    /// them), so what is new is judged by the text, as a closing chunk's
+    /// is, not by counting parts. Shows the rest of it, if any; `false`
+    /// when the text does not continue what was streamed (then parts are
+    /// counted, as for any snapshot).
+    fn rest_of_stored_text(&mut self, id: &str, parts: Parts<'_>, out: &mut Vec<Event>) -> bool {
+        let Some(whole) = parts.plain_text() else {
+            return false;
+        };
+        let key = Segment::artifact(id);
+        let open = self.blocks.open_text_digest_for(key);
+        match self
+            .blocks
+            .transcript
+            .classify(&whole, open, Evidence::Closing)
+        {
+            Repeat::Skip => {}
+            Repeat::Remainder(rest) => self.blocks.text(&mut self.ids, key, &rest, out),
+            Repeat::Emit => return false,
+        }
+        if let Some(state) = self.artifacts.state(id) {
+            state.parts_seen = state.parts_seen.max(parts.len());
+        }
+        true
+    }
+
     /// Everything re-attach snapshots hold, shown now (something else came).
     pub(super) fn release_held(&mut self, out: &mut Vec<Event>) {
         for (id, parts) in self.resync.release() {
@@ -381,7 +409,13 @@ impl<I: IdSource> Converter<I> {
 
     /// Artifacts of a Task snapshot: only parts not yet streamed are new.
     /// Several entries may share one artifactId (their parts concatenate).
-    pub(super) fn snapshot_artifacts(&mut self, artifacts: &[Value], out: &mut Vec<Event>) {
+    /// `ended`: the task's turn is over, nothing streams after it.
+    pub(super) fn snapshot_artifacts(
+        &mut self,
+        artifacts: &[Value],
+        ended: bool,
+        out: &mut Vec<Event>,
+    ) {
         let mut offsets: HashMap<&str, usize> = HashMap::new();
         for artifact in artifacts.iter().filter_map(Value::as_object) {
             let view = read::artifact_view(artifact);
@@ -393,12 +427,17 @@ impl<I: IdSource> Converter<I> {
             let streamed = self.artifacts.get(id).map_or(0, |a| a.parts_seen);
             self.artifacts.describe(id, &view.description, out);
             let key = Segment::artifact(id);
+            if ended && start == 0 && streamed > 0 && self.rest_of_stored_text(id, view.parts, out)
+            {
+                if let Some(commands) = view.commands {
+                    self.artifacts.commands(id, commands, out);
+                }
+                continue;
+            }
             let new = view.parts.skip(streamed.saturating_sub(start));
-            if self.resync.collecting {
-                // Re-attached: held until the live stream shows where it
-                // takes over (`resync`).
-                self.resync.hold(id, new.values());
-            } else {
+            // Re-attached: held until the live stream shows where it takes
+            // over (`resync`), within the bounds of what is held.
+            if !(self.resync.collecting && self.resync.hold(id, new.values())) {
                 new.for_each_block(|_, block| self.on_block(block, key, Some(id), out));
                 if let Some(state) = self.artifacts.state(id) {
                     state.parts_seen = state.parts_seen.max(start + count);

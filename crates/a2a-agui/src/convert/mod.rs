@@ -375,7 +375,7 @@ impl<I: IdSource> Converter<I> {
             Ok(value) => {
                 read::error_report(&value).unwrap_or_else(|| ErrorReport::from_value(&value))
             }
-            Err(_) => ErrorReport::from_text(String::from_utf8_lossy(data).into_owned()),
+            Err(_) => ErrorReport::unexplained(),
         };
         self.fail_run(&report.code, report.message, out);
     }

@@ -56,7 +56,13 @@ pub(super) struct Transcript {
 impl Transcript {
     pub(super) fn record_delta(&mut self, delta: &str) {
         self.run_text.update(delta);
-        self.tail.push_str(delta);
+        // Only the end of a long delta can matter to the tail: copying the
+        // rest would grow the tail (and keep its capacity) to the delta.
+        let mut from = delta.len().saturating_sub(2 * TAIL_BYTES);
+        while !delta.is_char_boundary(from) {
+            from += 1;
+        }
+        self.tail.push_str(&delta[from..]);
         if self.tail.len() > 2 * TAIL_BYTES {
             let mut cut = self.tail.len() - TAIL_BYTES;
             while !self.tail.is_char_boundary(cut) {

@@ -20,6 +20,7 @@
 
 use serde_json::Value;
 
+use crate::measure::json_len;
 use crate::read::Parts;
 
 #[derive(Debug, Default)]
@@ -28,26 +29,57 @@ pub(super) struct Resync {
     pub(super) collecting: bool,
     /// Per artifact, in snapshot order: its parts not shown yet.
     held: Vec<(String, Vec<Value>)>,
+    /// The serialised size of what is held, within `MAX_HELD_BYTES`.
+    held_bytes: usize,
 }
+
+/// The most a re-attach holds back (artifacts and bytes): an agent that
+/// sends snapshot after snapshot of new artifacts gets them shown at once
+/// past it, rather than kept.
+const MAX_HELD: usize = super::MAX_TRACKED;
+const MAX_HELD_BYTES: usize = 16 << 20;
 
 impl Resync {
     pub(super) fn start(&mut self) {
         *self = Resync {
             collecting: true,
             held: std::mem::take(&mut self.held),
+            held_bytes: self.held_bytes,
         };
     }
 
     /// A snapshot showed `parts` of `artifact` beyond those shown. Of
     /// several snapshots (the one the caller read, the stream's own), the
-    /// one holding more is the newer.
-    pub(super) fn hold(&mut self, artifact: &str, parts: &[Value]) {
-        match self.held.iter_mut().find(|(id, _)| id == artifact) {
-            Some((_, held)) if held.len() >= parts.len() => {}
-            Some((_, held)) => *held = parts.to_vec(),
-            None if parts.is_empty() => {}
-            None => self.held.push((artifact.to_owned(), parts.to_vec())),
+    /// one holding more is the newer. `false` when holding them would
+    /// pass the bounds: the caller shows them instead.
+    pub(super) fn hold(&mut self, artifact: &str, parts: &[Value]) -> bool {
+        let at = self.held.iter().position(|(id, _)| id == artifact);
+        if parts.is_empty() || at.is_some_and(|at| self.held[at].1.len() >= parts.len()) {
+            return true;
         }
+        if at.is_none() && self.held.len() >= MAX_HELD {
+            return false;
+        }
+        let room = MAX_HELD_BYTES.saturating_sub(self.held_bytes);
+        let measured = parts.iter().try_fold(0usize, |sum, part| {
+            Some(sum + json_len(part, room.checked_sub(sum)?)?)
+        });
+        let Some(bytes) = measured else {
+            return false;
+        };
+        match at {
+            Some(at) => {
+                let old = &mut self.held[at].1;
+                let old_bytes: usize = old.iter().filter_map(|p| json_len(p, usize::MAX)).sum();
+                self.held_bytes = self.held_bytes.saturating_sub(old_bytes) + bytes;
+                *old = parts.to_vec();
+            }
+            None => {
+                self.held_bytes += bytes;
+                self.held.push((artifact.to_owned(), parts.to_vec()));
+            }
+        }
+        true
     }
 
     pub(super) fn is_holding(&self) -> bool {
@@ -59,6 +91,9 @@ impl Resync {
     pub(super) fn gap_before(&mut self, artifact: &str, chunk: Parts<'_>) -> Option<Vec<Value>> {
         let at = self.held.iter().position(|(id, _)| id == artifact)?;
         let (_, mut held) = self.held.remove(at);
+        self.held_bytes = self
+            .held_bytes
+            .saturating_sub(held.iter().filter_map(|p| json_len(p, usize::MAX)).sum());
         let live = chunk.part_digests();
         if let Some(first) = live.first() {
             let digests = Parts::Values(&held).part_digests();
@@ -71,6 +106,7 @@ impl Resync {
 
     /// Everything held, to be shown now.
     pub(super) fn release(&mut self) -> Vec<(String, Vec<Value>)> {
+        self.held_bytes = 0;
         std::mem::take(&mut self.held)
     }
 }

@@ -12,6 +12,7 @@ use crate::convert::AguiVersion;
 use crate::custom::{Custom, ErrorNotice};
 use crate::event::{Event, Patch};
 use crate::ids::IdSource;
+use crate::measure::{json_len, string_len};
 
 /// The largest shared state followed, serialised: past it, patches go out
 /// as they came (the client applies them; 0.0.48 cannot).
@@ -27,7 +28,7 @@ pub(super) fn initial(options: &crate::convert::Options) -> Option<Value> {
 }
 
 fn within_bound(state: &Value) -> bool {
-    serde_json::to_vec(state).is_ok_and(|bytes| bytes.len() <= MAX_SHARED_STATE_BYTES)
+    json_len(state, MAX_SHARED_STATE_BYTES).is_some()
 }
 
 impl<I: IdSource> Converter<I> {
@@ -53,53 +54,200 @@ impl<I: IdSource> Converter<I> {
                 .filter_map(|op| serde_json::to_value(op).ok())
                 .collect(),
         };
-        let mut next = state.clone();
-        if !ops.iter().all(|op| apply(&mut next, op).is_some()) {
+        match patched(state, &ops, MAX_SHARED_STATE_BYTES) {
+            Ok(next) => {
+                out.push(Event::StateSnapshot {
+                    snapshot: next.clone(),
+                });
+                self.shared_state = Some(next);
+            }
             // It fails on the client's state as well (the same state): say
             // so instead of sending what no client can apply.
-            return out.push(Event::Custom(Custom::Error(ErrorNotice {
+            Err(Refusal::DoesNotApply) => out.push(Event::Custom(Custom::Error(ErrorNotice {
                 message: Some(
                     "the agent's state patch does not apply to the shared state".to_owned(),
                 ),
                 code: Some("STATE_PATCH_FAILED".to_owned()),
-            })));
+            }))),
+            // The state is no longer followed: the patch goes out as it came.
+            Err(Refusal::TooLarge) => {
+                self.shared_state = None;
+                out.push(Event::StateDelta { delta: patch });
+            }
         }
-        out.push(Event::StateSnapshot {
-            snapshot: next.clone(),
-        });
-        self.shared_state = Some(next).filter(within_bound);
     }
 }
 
-/// Applies one RFC 6902 operation; `None` when it does not apply.
-fn apply(doc: &mut Value, op: &Value) -> Option<()> {
-    let path = op.get("path")?.as_str()?;
-    match op.get("op")?.as_str()? {
-        "add" => add(doc, path, op.get("value")?.clone()),
-        "remove" => remove(doc, path).map(drop),
-        "replace" => {
-            let value = op.get("value")?.clone();
-            *doc.pointer_mut(path)? = value;
-            Some(())
-        }
-        "move" => {
-            let from = op.get("from")?.as_str()?;
-            if path
-                .strip_prefix(from)
-                .is_some_and(|rest| rest.starts_with('/'))
-            {
-                return None; // into its own child
-            }
-            let value = remove(doc, from)?;
-            add(doc, path, value)
-        }
-        "copy" => {
-            let value = doc.pointer(op.get("from")?.as_str()?)?.clone();
-            add(doc, path, value)
-        }
-        "test" => (doc.pointer(path)? == op.get("value")?).then_some(()),
-        _ => None,
+/// Operations followed in one patch; a longer patch is passed on as it came.
+pub(super) const MAX_PATCH_OPS: usize = 1024;
+
+/// Why a patch was not applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// An operation does not apply (RFC 6902: the whole patch fails).
+    DoesNotApply,
+    /// The state would outgrow `limit`, or the patch has too many operations.
+    TooLarge,
+}
+
+/// `state` with `ops` applied, never larger than `limit` bytes serialised
+/// at any point: each operation's growth is measured (within what is left
+/// of the limit) before it is made, so a patch that copies the state into
+/// itself is refused at the operation that crosses the limit, not after
+/// it doubled the state a few dozen times.
+fn patched(state: &Value, ops: &[Value], limit: usize) -> Result<Value, Refusal> {
+    if ops.len() > MAX_PATCH_OPS {
+        return Err(Refusal::TooLarge);
     }
+    let mut doc = Document {
+        size: json_len(state, limit).ok_or(Refusal::TooLarge)?,
+        value: state.clone(),
+        limit,
+    };
+    for op in ops {
+        doc.apply(op)?;
+    }
+    // The running size is an upper bound (a removal gives back less than
+    // its member took); the real one decides.
+    json_len(&doc.value, limit).ok_or(Refusal::TooLarge)?;
+    Ok(doc.value)
+}
+
+/// A document being patched and an upper bound of its serialised size.
+struct Document {
+    value: Value,
+    size: usize,
+    limit: usize,
+}
+
+impl Document {
+    /// Applies one RFC 6902 operation.
+    fn apply(&mut self, op: &Value) -> Result<(), Refusal> {
+        let field = |name: &str| op.get(name).ok_or(Refusal::DoesNotApply);
+        let text = |name: &str| field(name)?.as_str().ok_or(Refusal::DoesNotApply);
+        let path = text("path")?;
+        match text("op")? {
+            "add" => {
+                let value = field("value")?;
+                let len = self.measure(value, path)?;
+                self.add(path, value.clone(), len)
+            }
+            "remove" => self.remove(path).map(drop),
+            "replace" => {
+                let value = field("value")?;
+                let old = self.value.pointer(path).ok_or(Refusal::DoesNotApply)?;
+                let old_len = json_len(old, usize::MAX).unwrap_or(0);
+                let left = self.size.saturating_sub(old_len);
+                let len = measure_within(value, path, left, self.limit)?;
+                let value = value.clone();
+                if let Some(slot) = self.value.pointer_mut(path) {
+                    *slot = value;
+                }
+                self.size = self.size.saturating_sub(old_len) + len;
+                Ok(())
+            }
+            "move" => {
+                let from = text("from")?;
+                if path
+                    .strip_prefix(from)
+                    .is_some_and(|rest| rest.starts_with('/'))
+                {
+                    return Err(Refusal::DoesNotApply); // into its own child
+                }
+                let (value, len) = self.remove(from)?;
+                self.grow(len + string_len(path) + 2)?;
+                self.add(path, value, len)
+            }
+            "copy" => {
+                let source = self
+                    .value
+                    .pointer(text("from")?)
+                    .ok_or(Refusal::DoesNotApply)?;
+                // Measured before it is cloned: a copy of the whole state
+                // into itself stops here once it would not fit.
+                let len = measure_within(source, path, self.size, self.limit)?;
+                let value = source.clone();
+                self.add(path, value, len)
+            }
+            "test" => {
+                let found = self.value.pointer(path).ok_or(Refusal::DoesNotApply)?;
+                (found == field("value")?)
+                    .then_some(())
+                    .ok_or(Refusal::DoesNotApply)
+            }
+            _ => Err(Refusal::DoesNotApply),
+        }
+    }
+
+    /// What adding `value` at `path` would cost, if it still fits.
+    fn measure(&self, value: &Value, path: &str) -> Result<usize, Refusal> {
+        measure_within(value, path, self.size, self.limit)
+    }
+
+    /// Room for `bytes` more, or the refusal.
+    fn grow(&self, bytes: usize) -> Result<(), Refusal> {
+        (self.size.saturating_add(bytes) <= self.limit)
+            .then_some(())
+            .ok_or(Refusal::TooLarge)
+    }
+
+    /// Adds `value` (`len` bytes serialised) at `path`.
+    fn add(&mut self, path: &str, value: Value, len: usize) -> Result<(), Refusal> {
+        if path.is_empty() {
+            self.value = value;
+            self.size = len;
+            return Ok(());
+        }
+        let (parent, token) = split(path).ok_or(Refusal::DoesNotApply)?;
+        let member_len = string_len(&token);
+        let replaced = match self.value.pointer_mut(parent) {
+            Some(Value::Object(members)) => members.insert(token, value),
+            Some(Value::Array(items)) if token == "-" => {
+                items.push(value);
+                None
+            }
+            Some(Value::Array(items)) => {
+                let at = index(&token).ok_or(Refusal::DoesNotApply)?;
+                if at > items.len() {
+                    return Err(Refusal::DoesNotApply);
+                }
+                items.insert(at, value);
+                None
+            }
+            _ => return Err(Refusal::DoesNotApply),
+        };
+        let given_back = replaced.map_or(0, |old| json_len(&old, usize::MAX).unwrap_or(0));
+        // A member's name, its colon and a comma: counted even for an
+        // array item, which keeps the size an upper bound.
+        self.size = self.size.saturating_sub(given_back) + len + member_len + 2;
+        Ok(())
+    }
+
+    /// Removes what `path` names; the value and its serialised length.
+    fn remove(&mut self, path: &str) -> Result<(Value, usize), Refusal> {
+        let (parent, token) = split(path).ok_or(Refusal::DoesNotApply)?;
+        let removed = match self.value.pointer_mut(parent) {
+            Some(Value::Object(members)) => members.remove(&token),
+            Some(Value::Array(items)) => index(&token)
+                .filter(|at| *at < items.len())
+                .map(|at| items.remove(at)),
+            _ => None,
+        }
+        .ok_or(Refusal::DoesNotApply)?;
+        let len = json_len(&removed, usize::MAX).unwrap_or(0);
+        self.size = self.size.saturating_sub(len);
+        Ok((removed, len))
+    }
+}
+
+/// `value`'s length, if a document of `size` bytes still fits `limit` with
+/// it added at `path`.
+fn measure_within(value: &Value, path: &str, size: usize, limit: usize) -> Result<usize, Refusal> {
+    let overhead = string_len(path) + 2;
+    let room = limit
+        .checked_sub(size.saturating_add(overhead))
+        .ok_or(Refusal::TooLarge)?;
+    json_len(value, room).ok_or(Refusal::TooLarge)
 }
 
 /// The parent of `path` and the last token, unescaped (RFC 6901).
@@ -107,41 +255,6 @@ fn split(path: &str) -> Option<(&str, String)> {
     let at = path.rfind('/')?;
     let token = path[at + 1..].replace("~1", "/").replace("~0", "~");
     Some((&path[..at], token))
-}
-
-fn add(doc: &mut Value, path: &str, value: Value) -> Option<()> {
-    if path.is_empty() {
-        *doc = value;
-        return Some(());
-    }
-    let (parent, token) = split(path)?;
-    match doc.pointer_mut(parent)? {
-        Value::Object(members) => {
-            members.insert(token, value);
-            Some(())
-        }
-        Value::Array(items) if token == "-" => {
-            items.push(value);
-            Some(())
-        }
-        Value::Array(items) => {
-            let at = index(&token)?;
-            (at <= items.len()).then(|| items.insert(at, value))
-        }
-        _ => None,
-    }
-}
-
-fn remove(doc: &mut Value, path: &str) -> Option<Value> {
-    let (parent, token) = split(path)?;
-    match doc.pointer_mut(parent)? {
-        Value::Object(members) => members.remove(&token),
-        Value::Array(items) => {
-            let at = index(&token)?;
-            (at < items.len()).then(|| items.remove(at))
-        }
-        _ => None,
-    }
 }
 
 /// An array index as RFC 6901 spells it: digits, no leading zero.
@@ -159,11 +272,57 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn patched(mut doc: Value, ops: Value) -> Option<Value> {
-        for op in ops.as_array()? {
-            apply(&mut doc, op)?;
+    fn patched(doc: Value, ops: Value) -> Option<Value> {
+        super::patched(&doc, ops.as_array()?, MAX_SHARED_STATE_BYTES).ok()
+    }
+
+    #[test]
+    fn a_patch_that_doubles_the_state_stops_at_the_bound() {
+        // Each root copy doubles the state: 24 of them would be gigabytes.
+        let ops: Vec<Value> = (0..24)
+            .map(|k| json!({ "op": "copy", "from": "", "path": format!("/k{k}") }))
+            .collect();
+        let state = json!({ "seed": "x".repeat(1000) });
+        assert_eq!(
+            super::patched(&state, &ops, 1 << 20),
+            Err(Refusal::TooLarge)
+        );
+        // The same through an added value that is then copied into itself.
+        let ops: Vec<Value> =
+            std::iter::once(json!({ "op": "add", "path": "/a", "value": [1, 2, 3] }))
+                .chain((0..40).map(|_| json!({ "op": "copy", "from": "/a", "path": "/a/-" })))
+                .collect();
+        assert_eq!(
+            super::patched(&json!({}), &ops, 1 << 20),
+            Err(Refusal::TooLarge)
+        );
+        let many = vec![json!({ "op": "test", "path": "", "value": {} }); MAX_PATCH_OPS + 1];
+        assert_eq!(
+            super::patched(&json!({}), &many, 1 << 20),
+            Err(Refusal::TooLarge)
+        );
+    }
+
+    #[test]
+    fn the_running_size_never_falls_below_the_real_one() {
+        let ops = json!([
+            { "op": "add", "path": "/a", "value": { "b": [1, 2, 3], "c": "text" } },
+            { "op": "copy", "from": "/a", "path": "/d" },
+            { "op": "move", "from": "/d/b", "path": "/e" },
+            { "op": "replace", "path": "/a/c", "value": "longer text" },
+            { "op": "remove", "path": "/a/b/0" },
+            { "op": "add", "path": "/e/1", "value": null },
+        ]);
+        let mut doc = Document {
+            value: json!({}),
+            size: 2,
+            limit: 1 << 20,
+        };
+        for op in ops.as_array().unwrap() {
+            doc.apply(op).unwrap();
+            let real = serde_json::to_vec(&doc.value).unwrap().len();
+            assert!(doc.size >= real, "{op}: {} < {real}", doc.size);
         }
-        Some(doc)
     }
 
     #[test]

@@ -36,8 +36,8 @@ impl<I: IdSource> Converter<I> {
     }
 
     fn on_task_snapshot(&mut self, task: StatusView<'_>, out: &mut Vec<Event>) {
-        self.snapshot_artifacts(task.artifacts, out);
         let state = task.status.state;
+        self.snapshot_artifacts(task.artifacts, state.ends_turn(), out);
         if state.ends_turn() {
             // Nothing will stream after it: whatever a re-attach holds shows.
             self.release_held(out);

@@ -77,11 +77,14 @@ impl Subagents {
     /// The run ends: every open sub-agent ends with it, failed when the run
     /// failed (`error`).
     pub(super) fn close_all(&mut self, error: Option<&str>, out: &mut Vec<Event>) {
+        // Each open sub-agent carries the message: an excerpt, so that
+        // thousands of them cannot multiply a long one.
+        let error = error.map(crate::read::one_line);
         for id in self.open.drain(..) {
-            out.push(match error {
+            out.push(match &error {
                 Some(message) => Event::SubagentError {
                     subagent_run_id: id,
-                    message: message.to_owned(),
+                    message: message.clone(),
                     code: None,
                 },
                 None => Event::SubagentFinished {
@@ -120,8 +123,8 @@ impl<I: IdSource> Converter<I> {
     }
 
     fn on_delegated_status(&mut self, task: &str, view: StatusView<'_>, out: &mut Vec<Event>) {
-        self.snapshot_artifacts(view.artifacts, out);
         let state = view.status.state;
+        self.snapshot_artifacts(view.artifacts, state.ends_turn(), out);
         out.push(Event::Custom(Custom::Status(StatusNotice {
             task_id: Some(task.to_owned()),
             context_id: view.context_id.map(str::to_owned),

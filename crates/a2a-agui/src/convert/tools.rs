@@ -27,6 +27,9 @@ pub(super) struct Tools {
     unanswered: Option<(String, String)>,
     /// Calls of client-declared tools, waiting for the run to end.
     pub(super) client_calls: Vec<Id>,
+    /// Output gathered over every call, within `MAX_PENDING_TOOL_OUTPUT`:
+    /// the bound is the run's, not each call's.
+    pending_bytes: usize,
 }
 
 impl Tools {
@@ -105,16 +108,26 @@ impl Tools {
         let shown = self.calls.get(&key).map(|t| t.id.clone());
         self.client_calls
             .retain(|call| Some(call) != shown.as_ref() && **call != *key);
-        let Some(tool) = self.calls.get_mut(&key) else {
+        if !self.calls.contains_key(&key) {
             // Tracking is full: deliver at once rather than lose the output.
             emit_result(ids, key.into(), result.content, result.error, out);
             return;
+        }
+        // Checked before the piece is added: what is gathered so far goes
+        // out first when the piece would take the run past the bound.
+        if self.pending_bytes + result.content.len() > MAX_PENDING_TOOL_OUTPUT {
+            self.flush(ids, out);
+        }
+        let Some(tool) = self.calls.get_mut(&key) else {
+            return;
         };
         tool.pending.push_str(&result.content);
+        self.pending_bytes += result.content.len();
         if result.error.is_some() {
             tool.pending_error = result.error;
         }
         if result.is_final || tool.pending.len() >= MAX_PENDING_TOOL_OUTPUT {
+            self.pending_bytes -= tool.pending.len();
             let content = std::mem::take(&mut tool.pending);
             let error = tool.pending_error.take();
             let tool_call_id = tool.id.clone();
@@ -125,6 +138,7 @@ impl Tools {
     /// Incremental results whose final piece never came are delivered as
     /// they are when the run closes.
     pub(super) fn flush(&mut self, ids: &mut impl IdSource, out: &mut Vec<Event>) {
+        self.pending_bytes = 0;
         let mut pending: Vec<(Id, String, Option<String>)> = self
             .calls
             .values_mut()

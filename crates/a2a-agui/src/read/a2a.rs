@@ -13,7 +13,7 @@
 
 use serde_json::Value;
 
-use super::json::{Object, array, flag, metadata, object, text};
+use super::json::{Object, array, flag, id, metadata, object, text};
 use super::{
     ArtifactChunk, Description, Item, MessageView, Parts, Status, StatusView, acp, adk, hints,
 };
@@ -24,7 +24,7 @@ use crate::state::TaskState;
 pub(crate) fn read_item(value: &Value) -> Item<'_> {
     match classify(value) {
         Shape::Task(task) => Item::Task(StatusView {
-            task_id: text(task, "id"),
+            task_id: id(task, "id"),
             artifacts: array(task, "artifacts").unwrap_or(&[]),
             ..status_view(task)
         }),
@@ -33,8 +33,8 @@ pub(crate) fn read_item(value: &Value) -> Item<'_> {
         Shape::ArtifactUpdate(update) => match artifact_chunk(update) {
             Some(chunk) => Item::Artifact(chunk),
             None => Item::ArtifactWithoutBody {
-                context_id: text(update, "contextId"),
-                task_id: text(update, "taskId"),
+                context_id: id(update, "contextId"),
+                task_id: id(update, "taskId"),
                 whole: value,
             },
         },
@@ -140,8 +140,8 @@ fn is_problem_json(obj: &Object) -> bool {
 
 fn status_view(owner: &Object) -> StatusView<'_> {
     StatusView {
-        context_id: text(owner, "contextId"),
-        task_id: text(owner, "taskId"),
+        context_id: id(owner, "contextId"),
+        task_id: id(owner, "taskId"),
         status: status_of(owner),
         artifacts: &[],
         metadata: metadata(owner),
@@ -164,9 +164,9 @@ fn status_of(owner: &Object) -> Status<'_> {
 
 pub(crate) fn message_view(message: &Object) -> MessageView<'_> {
     MessageView {
-        context_id: text(message, "contextId"),
-        task_id: text(message, "taskId"),
-        message_id: text(message, "messageId"),
+        context_id: id(message, "contextId"),
+        task_id: id(message, "taskId"),
+        message_id: id(message, "messageId"),
         user_echo: is_user_role(message).then_some(message),
         parts: Parts::Values(message_parts(message)),
         metadata: metadata(message),
@@ -183,8 +183,8 @@ fn artifact_chunk(update: &Object) -> Option<ArtifactChunk<'_>> {
     let artifact = object(update, "artifact")?;
     let event_metadata = metadata(update);
     let mut chunk = artifact_view(artifact);
-    chunk.context_id = text(update, "contextId");
-    chunk.task_id = text(update, "taskId");
+    chunk.context_id = id(update, "contextId");
+    chunk.task_id = id(update, "taskId");
     chunk.append = flag(update, "append")
         .or_else(|| flag(artifact, "append"))
         .unwrap_or(false);
@@ -204,7 +204,7 @@ pub(crate) fn artifact_view(artifact: &Object) -> ArtifactChunk<'_> {
     ArtifactChunk {
         context_id: None,
         task_id: None,
-        id: text(artifact, "artifactId").unwrap_or(""),
+        id: id(artifact, "artifactId").unwrap_or(""),
         append: false,
         last_chunk: false,
         description: Description::Parsed {
@@ -259,9 +259,9 @@ impl<'a> A2aMessage<'a> {
 pub(crate) fn read_message_object(obj: &Object) -> A2aMessage<'_> {
     A2aMessage {
         role: text(obj, "role"),
-        message_id: text(obj, "messageId"),
-        context_id: text(obj, "contextId"),
-        task_id: text(obj, "taskId"),
+        message_id: id(obj, "messageId"),
+        context_id: id(obj, "contextId"),
+        task_id: id(obj, "taskId"),
         metadata: object(obj, "metadata"),
         extensions: array(obj, "extensions")
             .unwrap_or(&[])
@@ -298,33 +298,60 @@ pub fn error_report(body: &Value) -> Option<ErrorReport> {
 /// An upstream error, whatever envelope it came in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ErrorReport {
-    /// The agent's message.
+    /// What the client is told: written by this crate, naming the agent as
+    /// the side that failed; of the agent's own words only a structured
+    /// error's `message`, as one bounded line ([`one_line`]). Bodies that
+    /// are not such an error (a string, text, problem details) and every
+    /// `data` / `details` stay out: they may name internal hosts or carry
+    /// secrets.
     pub message: String,
     /// Stable, `A2A_`-prefixed code: the 1.0 `ErrorInfo.reason`, or the
     /// reason a JSON-RPC code stands for, or `A2A_ERROR`.
     pub code: String,
 }
 
+/// The longest excerpt of an agent's error message shown to clients.
+const MAX_ERROR_EXCERPT: usize = 200;
+
+/// An agent's words as one line of at most [`MAX_ERROR_EXCERPT`]
+/// characters: what follows a line break goes, other control characters
+/// become spaces.
+pub(crate) fn one_line(text: &str) -> String {
+    let first = text
+        .split(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}'])
+        .next()
+        .unwrap_or_default()
+        .trim();
+    let mut line: String = first
+        .chars()
+        .take(MAX_ERROR_EXCERPT)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if first.chars().nth(MAX_ERROR_EXCERPT).is_some() {
+        line.push('…');
+    }
+    line
+}
+
+/// The client's message for an error the agent reported with `message`.
+pub(crate) fn agent_said(message: Option<&str>) -> String {
+    match message.map(one_line).filter(|m| !m.is_empty()) {
+        Some(line) => format!("the agent reported an error: {line}"),
+        None => "the agent reported an error without a message".to_owned(),
+    }
+}
+
 impl ErrorReport {
     pub(crate) fn from_value(err: &Value) -> ErrorReport {
         match err {
             Value::Object(obj) => ErrorReport::from_object(obj),
-            Value::String(s) => ErrorReport {
-                message: s.clone(),
-                code: ErrorCode::AgentError.as_str().to_owned(),
-            },
-            other => ErrorReport {
-                message: other.to_string(),
-                code: ErrorCode::AgentError.as_str().to_owned(),
-            },
+            // Not an error object: whatever it says is not shown.
+            _ => ErrorReport::unexplained(),
         }
     }
 
     /// JSON-RPC error objects, `google.rpc.Status` and Hector's `{message}`.
     fn from_object(obj: &Object) -> ErrorReport {
-        let message = text(obj, "message")
-            .map(str::to_owned)
-            .unwrap_or_else(|| "upstream reported an error without a message".to_owned());
         let reason = error_info_reason(obj.get("details"))
             .or_else(|| error_info_reason(obj.get("data")))
             .map(str::to_owned)
@@ -334,9 +361,10 @@ impl ErrorReport {
                     .and_then(jsonrpc_reason)
                     .map(str::to_owned)
             })
-            .or_else(|| text(obj, "status").map(str::to_owned));
+            .or_else(|| text(obj, "status").map(str::to_owned))
+            .filter(|reason| is_reason(reason));
         ErrorReport {
-            message,
+            message: agent_said(text(obj, "message")),
             code: reason.map_or_else(
                 || ErrorCode::AgentError.as_str().to_owned(),
                 |r| format!("A2A_{r}"),
@@ -344,25 +372,39 @@ impl ErrorReport {
         }
     }
 
-    /// RFC 9457 `application/problem+json`.
+    /// RFC 9457 `application/problem+json`: an HTTP error body, of which
+    /// only the problem type (`…/task-not-found` reads as
+    /// `A2A_TASK_NOT_FOUND`) is kept.
     fn from_problem(obj: &Object) -> ErrorReport {
-        let message = text(obj, "detail")
-            .or_else(|| text(obj, "title"))
-            .unwrap_or("upstream reported a problem")
-            .to_owned();
+        let reason = text(obj, "type")
+            .and_then(|kind| kind.rsplit('/').next())
+            .map(|last| last.replace('-', "_").to_ascii_uppercase())
+            .filter(|reason| is_reason(reason) && reason != "ABOUT:BLANK");
         ErrorReport {
-            message,
-            code: ErrorCode::AgentError.as_str().to_owned(),
+            message: "the agent reported a problem".to_owned(),
+            code: reason.map_or_else(
+                || ErrorCode::AgentError.as_str().to_owned(),
+                |r| format!("A2A_{r}"),
+            ),
         }
     }
 
-    /// A report for an error event whose body is not JSON.
-    pub(crate) fn from_text(text: String) -> ErrorReport {
+    /// A report for an error event whose body is not an error object.
+    pub(crate) fn unexplained() -> ErrorReport {
         ErrorReport {
-            message: text,
+            message: "the agent reported an error".to_owned(),
             code: ErrorCode::AgentError.as_str().to_owned(),
         }
     }
+}
+
+/// A reason fit for a code: capitals, digits and `_`, at most 64 bytes.
+fn is_reason(reason: &str) -> bool {
+    !reason.is_empty()
+        && reason.len() <= 64
+        && reason
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
 fn error_info_reason(details: Option<&Value>) -> Option<&str> {

@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use super::json::{Object, flag, text};
+use super::json::{Object, flag, id, text};
 use super::{Block, PartBody, Thinking, ToolCall, ToolResult, UNKNOWN_TOOL};
 
 /// The tool name code execution is shown under.
@@ -42,7 +42,7 @@ pub(super) fn block<'a>(meta: &'a Object, body: &PartBody<'a>) -> Option<Block<'
     };
     match text(meta, "adk_type")? {
         "function_call" => Some(Block::ToolCall(ToolCall {
-            id: text(data, "id"),
+            id: id(data, "id"),
             name: text(data, "name").unwrap_or(UNKNOWN_TOOL),
             arguments: data
                 .get("args")
@@ -51,7 +51,7 @@ pub(super) fn block<'a>(meta: &'a Object, body: &PartBody<'a>) -> Option<Block<'
             result: None,
         })),
         "function_response" => Some(Block::ToolResult(ToolResult {
-            id: text(data, "id"),
+            id: id(data, "id"),
             name: text(data, "name"),
             content: content_of(data.get("response")),
             error: None,

@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use super::json::{Object, array, text};
+use super::json::{Object, array, id, text};
 use super::{Block, ToolCall, ToolResult, UNKNOWN_TOOL};
 
 /// Calls `f` with each block a bridge data part stands for; false when the
@@ -24,7 +24,7 @@ pub(super) fn read<'a>(data: &'a Object, f: &mut impl FnMut(Block<'a>)) -> bool 
                 _ => Value::Object(Object::new()),
             };
             f(Block::ToolCall(ToolCall {
-                id: text(data, "id"),
+                id: id(data, "id"),
                 name: text(data, "name").unwrap_or(UNKNOWN_TOOL),
                 arguments,
                 result: None,
@@ -50,7 +50,7 @@ pub(super) fn read<'a>(data: &'a Object, f: &mut impl FnMut(Block<'a>)) -> bool 
         }
         Some("tool-result") => {
             f(Block::ToolResult(result(
-                text(data, "toolCallId"),
+                id(data, "toolCallId"),
                 None,
                 data.get("payload"),
                 false,
@@ -65,7 +65,7 @@ pub(super) fn read<'a>(data: &'a Object, f: &mut impl FnMut(Block<'a>)) -> bool 
     for entry in results.iter().filter_map(Value::as_object) {
         let failed = text(entry, "status").is_some_and(|s| s.eq_ignore_ascii_case("error"));
         f(Block::ToolResult(result(
-            text(entry, "toolCallId").or_else(|| text(entry, "tool_call_id")),
+            id(entry, "toolCallId").or_else(|| id(entry, "tool_call_id")),
             text(entry, "name"),
             entry.get("content"),
             failed,

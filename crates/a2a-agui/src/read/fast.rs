@@ -205,7 +205,12 @@ pub(crate) fn read(json: &str) -> Option<FastItem<'_>> {
     .deserialize(&mut deserializer)
     .ok()?;
     deserializer.end().ok()?;
-    if node.lenient_only {
+    let artifact_id = node.artifact.as_ref().and_then(|a| a.artifact_id);
+    let long_id = [node.task_id, node.context_id, node.message_id, artifact_id]
+        .into_iter()
+        .flatten()
+        .any(|id| id.len() > super::json::MAX_ID_BYTES);
+    if node.lenient_only || long_id {
         return None;
     }
     let plain = if let Some(artifact) = &node.artifact {

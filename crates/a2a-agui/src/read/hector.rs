@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::json::{flag, text};
+use super::json::{flag, id, text};
 use super::tool::{tool_arguments, tool_result};
 use super::{Block, PartBody, Thinking, ToolCall, UNKNOWN_TOOL};
 
@@ -19,19 +19,19 @@ pub(super) fn v2_block(value: &Value) -> Option<Block<'_>> {
             text: text(data, "content")
                 .or_else(|| text(data, "thinking"))
                 .unwrap_or(""),
-            block_id: text(data, "id"),
+            block_id: id(data, "id"),
             signature: text(data, "signature").filter(|s| !s.is_empty()),
             thinking_type: text(data, "thinking_type"),
             completed: text(data, "status") == Some("completed"),
         })),
         "tool_use" => Some(Block::ToolCall(ToolCall {
-            id: text(data, "id"),
+            id: id(data, "id"),
             name: text(data, "name").unwrap_or(UNKNOWN_TOOL),
             arguments: tool_arguments(data),
             result: None,
         })),
         "tool_result" => Some(Block::ToolResult(tool_result(
-            text(data, "tool_call_id"),
+            id(data, "tool_call_id"),
             text(data, "tool_name"),
             flag(data, "is_error").unwrap_or(false),
             None,

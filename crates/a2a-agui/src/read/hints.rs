@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use super::json::{Object, flag, metadata, text};
+use super::json::{Object, flag, id, metadata, text};
 use super::part::part_body_of;
 use super::tool::{tool_arguments, tool_payload, tool_result};
 use super::{
@@ -249,7 +249,7 @@ fn tool_call<'a>(hints: &PartHints<'a>, body: &PartBody<'a>) -> ToolCall<'a> {
     ToolCall {
         id: hints
             .tool_call_id
-            .or_else(|| payload.and_then(|p| text(p, "id"))),
+            .or_else(|| payload.and_then(|p| id(p, "id"))),
         name: hints
             .tool_name
             .or_else(|| payload.and_then(|p| text(p, "name")))

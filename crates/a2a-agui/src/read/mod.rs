@@ -26,8 +26,8 @@ mod tool;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-pub(crate) use a2a::artifact_view;
 pub use a2a::{A2aMessage, ErrorReport, error_report};
+pub(crate) use a2a::{artifact_view, one_line};
 pub(crate) use acp::{AcpEvent, RunIds as AcpRunIds};
 pub(crate) use adk::state_delta;
 pub(crate) use hector::EventName;

@@ -84,7 +84,7 @@ pub(super) fn tool_result<'a>(
         (_, error) => error,
     };
     ToolResult {
-        id: id.or_else(|| payload.and_then(|p| text(p, "tool_call_id"))),
+        id: id.or_else(|| payload.and_then(|p| super::json::id(p, "tool_call_id"))),
         name,
         content,
         error,

@@ -10,6 +10,7 @@
 //! trusted_proxies = ["10.0.0.0/8"]            # whose X-Forwarded-* count
 //! keepalive_secs = 15
 //! shutdown_grace_secs = 10
+//! drain_delay_secs = 0                        # keep taking requests after SIGTERM
 //! journal = "memory"                          # "off", or "redis://host/0"
 //! detach_grace_secs = 60                      # a run without client goes on
 //!
@@ -274,6 +275,9 @@ pub struct Config {
     pub trusted_proxies: TrustedProxies,
     pub keepalive: Duration,
     pub shutdown_grace: Duration,
+    /// After SIGTERM, how long requests are still taken (endpoints take a
+    /// moment to drop the pod); then an idle gateway exits at once.
+    pub drain_delay: Duration,
     pub limits: Limits,
     pub journal: JournalConfig,
     pub cors: CorsConfig,
@@ -297,6 +301,7 @@ impl Config {
             trusted_proxies: TrustedProxies::loopback(),
             keepalive: Duration::from_secs(15),
             shutdown_grace: Duration::from_secs(10),
+            drain_delay: Duration::ZERO,
             limits: Limits::default(),
             journal: JournalConfig::default(),
             cors: CorsConfig::default(),

@@ -161,6 +161,12 @@ async fn resubscribe(
                 return None;
             }
         };
+        // Kept until the first event shows whether the agent refused;
+        // comments and blank lines count too (the parser drops them).
+        if first.len() + chunk.len() > limit {
+            span.fail("unreadable");
+            return None;
+        }
         first.extend_from_slice(&chunk);
         let mut refused = None;
         let parsed = parser.feed(&chunk, |event| {

@@ -572,22 +572,23 @@ impl RelayState {
         piece
     }
 
-    /// A non-2xx answer: the agent's own error when the body carries one
-    /// (JSON-RPC, `google.rpc.Status`, problem+json), else the status.
+    /// A non-2xx answer. Its body may be a proxy's error page or an
+    /// exception naming internal hosts and tokens: it goes to the log (the
+    /// log escapes it), the client learns the status and, when the body is
+    /// an A2A error (JSON-RPC, `google.rpc.Status`, problem+json), its code.
     fn http_error(&mut self, body: &[u8]) -> Bytes {
         let status = self.upstream_status;
-        let parsed = serde_json::from_slice::<Value>(body).ok();
-        if let Some(report) = parsed.as_ref().and_then(a2a_agui::error_report) {
-            return self.finish(StreamEnd::AgentError(report));
-        }
-        // The body may be a proxy's error page naming internal hosts: it
-        // goes to the log, the client learns the status.
         let excerpt: String = String::from_utf8_lossy(body).chars().take(300).collect();
         tracing::warn!(agent = self.run.agent.name(), %status, body = %excerpt, "upstream error answer");
-        self.fail(
-            ErrorCode::UpstreamHttpError,
-            format!("the upstream agent answered HTTP {}", status.as_u16()),
-        )
+        let message = format!("the upstream agent answered HTTP {}", status.as_u16());
+        let parsed = serde_json::from_slice::<Value>(body).ok();
+        match parsed.as_ref().and_then(a2a_agui::error_report) {
+            Some(report) => self.finish(StreamEnd::AgentError(a2a_agui::ErrorReport {
+                message,
+                code: report.code,
+            })),
+            None => self.fail(ErrorCode::UpstreamHttpError, message),
+        }
     }
 }
 

@@ -25,6 +25,8 @@ pub(super) struct SharedRun {
     limit: usize,
     /// Writing stopped: Redis failed, the lease was lost, or the limit.
     stopped: bool,
+    /// The input outgrew the limit before it could be written.
+    overgrown: bool,
     /// The run's task, learned since the last write: the next one records it.
     task: Option<String>,
     lease_lost: Arc<AtomicBool>,
@@ -75,6 +77,7 @@ impl SharedRun {
             written: 0,
             limit,
             stopped: false,
+            overgrown: false,
             task: None,
             lease_lost,
             _renewal: stop.drop_guard(),
@@ -86,10 +89,22 @@ impl SharedRun {
         self.task = Some(task.to_owned());
     }
 
+    /// Keeps the input for the next write, within the run's bound: input
+    /// that produces no frame (comments, pings, events that show nothing)
+    /// is not written until a frame comes, so the bound is checked as it
+    /// grows, not only when writing.
     pub(super) fn record(&mut self, op: InputOp, bytes: &[u8]) {
-        if !self.stopped {
-            op.record(&mut self.input, bytes);
+        if self.stopped || self.overgrown {
+            return;
         }
+        if self.written + self.input.len() + bytes.len() + 16 > self.limit {
+            // The next write unshares the run (it needs Redis, this
+            // cannot wait for it); nothing more is kept meanwhile.
+            self.overgrown = true;
+            self.input = Vec::new();
+            return;
+        }
+        op.record(&mut self.input, bytes);
     }
 
     /// Writes frames `next..=last` (`out`) with the input that produced
@@ -104,7 +119,7 @@ impl SharedRun {
             self.stopped = true;
             return;
         }
-        if self.written + out.len() + self.input.len() > self.limit {
+        if self.overgrown || self.written + out.len() + self.input.len() > self.limit {
             tracing::warn!(
                 run = self.key,
                 limit = self.limit,

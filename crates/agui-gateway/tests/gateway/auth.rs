@@ -36,30 +36,37 @@ fn now() -> u64 {
 /// A JWT with these claims over the defaults (valid for an hour, for
 /// `alice`, from the test issuer to the gateway), signed by `key`.
 fn token(key: &str, claims: Value) -> String {
+    token_of("k1", key, claims)
+}
+
+/// `token`, naming the JWKS key `kid`.
+fn token_of(kid: &str, key: &str, claims: Value) -> String {
     let mut all = json!({ "sub": "alice", "iss": "https://issuer.test/", "aud": "agui-gateway",
         "exp": now() + 3600, "iat": now() });
     for (k, v) in claims.as_object().unwrap() {
         all[k] = v.clone();
     }
     let mut header = Header::new(Algorithm::EdDSA);
-    header.kid = Some("k1".to_owned());
+    header.kid = Some(kid.to_owned());
     let key = EncodingKey::from_ed_pem(&fixture(key)).unwrap();
     jsonwebtoken::encode(&header, &all, &key).unwrap()
 }
 
 async fn jwks_server() -> (String, Arc<AtomicUsize>) {
+    jwks_server_of(json!([{ "kty": "OKP", "crv": "Ed25519", "x": TEST_KEY_X,
+        "kid": "k1", "alg": "EdDSA", "use": "sig" }]))
+    .await
+}
+
+async fn jwks_server_of(keys: Value) -> (String, Arc<AtomicUsize>) {
     let fetches = Arc::new(AtomicUsize::new(0));
     let counted = fetches.clone();
     let app = Router::new().route(
         "/jwks.json",
         get(move || {
             counted.fetch_add(1, Ordering::SeqCst);
-            async {
-                axum::Json(
-                    json!({ "keys": [{ "kty": "OKP", "crv": "Ed25519", "x": TEST_KEY_X,
-                    "kid": "k1", "alg": "EdDSA", "use": "sig" }] }),
-                )
-            }
+            let keys = keys.clone();
+            async move { axum::Json(json!({ "keys": keys })) }
         }),
     );
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
@@ -371,4 +378,105 @@ async fn a_jwks_from_the_command_line_takes_tokens_with_the_default_algorithms()
         .filter(|s| s.body["method"] == "message/stream")
         .count();
     assert_eq!(runs, 1);
+}
+
+#[tokio::test]
+async fn keys_not_for_signing_and_tokens_from_the_future_are_refused_with_their_reason() {
+    let (up, recorder) = recording_upstream().await;
+    // The same public key published for encryption (`use`) and for
+    // encrypting only (`key_ops`): neither may verify a signature.
+    let key = |kid: &str, extra: Value| {
+        let mut jwk =
+            json!({ "kty": "OKP", "crv": "Ed25519", "x": TEST_KEY_X, "kid": kid, "alg": "EdDSA" });
+        for (k, v) in extra.as_object().unwrap() {
+            jwk[k] = v.clone();
+        }
+        jwk
+    };
+    let (jwks, _) = jwks_server_of(json!([
+        key("k1", json!({ "use": "sig" })),
+        key("enc", json!({ "use": "enc" })),
+        key("ops", json!({ "key_ops": ["encrypt"] })),
+        key("verify", json!({ "key_ops": ["verify"] })),
+    ]))
+    .await;
+    let upstream = format!("http://{up}/agents/a/");
+    let mut command = std::process::Command::new(gateway_binary());
+    command
+        .args(["--upstream", &upstream, "--listen", "127.0.0.1:0"])
+        .args(["--jwks-url", &jwks, "--jwt-audience", "agui-gateway"])
+        .args(["--jwt-issuer", "https://issuer.test/"])
+        .env("AGUI_GATEWAY_LOG", "warn");
+    let gw = start_within(
+        command,
+        "listening on ",
+        "the gateway",
+        std::time::Duration::from_secs(30),
+    );
+    let pem = "test-only-jwt-ed25519.pem";
+    let cases = [
+        (
+            token_of("enc", pem, json!({})),
+            "not for verifying signatures",
+        ),
+        (
+            token_of("ops", pem, json!({})),
+            "not for verifying signatures",
+        ),
+        (
+            token(pem, json!({ "iat": now() + 600 })),
+            "issued in the future",
+        ),
+        (token(pem, json!({ "nbf": now() + 600 })), "not valid yet"),
+        (token(pem, json!({ "exp": now() - 600 })), "expired"),
+    ];
+    for (bearer, reason) in cases {
+        let response = client()
+            .post(format!("{}/agui", gw.url()))
+            .bearer_auth(&bearer)
+            .json(&run_body())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 401, "{reason}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "AUTH_INVALID", "{reason}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(reason), "{reason}: {message}");
+    }
+    // A key whose operations include verify, and a token a few seconds
+    // ahead of the clock (within the leeway), still pass.
+    for bearer in [
+        token_of("verify", pem, json!({})),
+        token(pem, json!({ "iat": now() + 5 })),
+    ] {
+        let text = client()
+            .post(format!("{}/agui", gw.url()))
+            .bearer_auth(&bearer)
+            .json(&run_body())
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert_eq!(
+            assert_valid_run(&agui_events(&text))["type"],
+            "RUN_FINISHED",
+            "{text}"
+        );
+    }
+    // A verified token and a second Authorization: refused before any
+    // check, and the agent never sees either.
+    let before = recorder.requests().len();
+    let response = client()
+        .post(format!("{}/agui", gw.url()))
+        .bearer_auth(token(pem, json!({})))
+        .header("authorization", "Bearer unverified")
+        .json(&run_body())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    assert_eq!(recorder.requests().len(), before);
 }

@@ -151,3 +151,143 @@ async fn every_request_gets_one_access_line_when_its_answer_ends() {
     assert!(!std::fs::read_to_string(&log).unwrap().contains("secret"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every line the gateway writes under `--log-format json`, on standard
+/// output as on standard error, is a JSON object: from the first
+/// (`listening on`, the demo's commands) to the last.
+#[tokio::test]
+async fn json_logs_are_json_from_the_first_line() {
+    use std::io::BufRead;
+    let dir = std::env::temp_dir().join(format!("agui-gateway-logs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("first-lines.log");
+    let mut child = std::process::Command::new(gateway_binary())
+        .args(["demo", "--listen", "127.0.0.1:0", "--log-format", "json"])
+        .env("AGUI_GATEWAY_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let mut lines = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    // The banner ends with the way to stop it.
+    while !lines
+        .iter()
+        .any(|l: &String| l.contains("stop with Ctrl-C"))
+    {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => lines.push(line),
+            Err(_) => panic!("no banner within 30 s: {lines:?}"),
+        }
+    }
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let all: Vec<&str> = lines
+        .iter()
+        .map(String::as_str)
+        .chain(logged.lines())
+        .collect();
+    for line in &all {
+        let parsed: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+        assert!(parsed["message"].is_string(), "{line}");
+    }
+    let first: Value = serde_json::from_str(&lines[0]).unwrap();
+    let message = first["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("agui-gateway listening on http://127.0.0.1:"),
+        "{message}"
+    );
+    assert_eq!(first["level"], "INFO");
+}
+
+/// Waits (bounded) for the process to exit; how long it took.
+fn exit_within(gw: &mut Process, limit: std::time::Duration) -> (std::time::Duration, Option<i32>) {
+    let started = std::time::Instant::now();
+    loop {
+        if let Ok(Some(status)) = gw.child.try_wait() {
+            return (started.elapsed(), status.code());
+        }
+        assert!(started.elapsed() < limit, "still running after {limit:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn signal(gw: &Process, name: &str) {
+    let _ = std::process::Command::new("kill")
+        .args([&format!("-{name}"), &gw.child.id().to_string()])
+        .status();
+}
+
+#[tokio::test]
+async fn an_idle_gateway_exits_at_once_and_a_second_interrupt_ends_a_drain() {
+    // Idle (a kept-alive connection open, no stream): out within 2 s of
+    // either signal, not after the 10 s grace.
+    for name in ["INT", "TERM"] {
+        let mut gw = gateway(&["demo", "--delay-ms", "1"]);
+        let health = client()
+            .get(format!("{}/healthz", gw.url()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(health.status(), 200);
+        signal(&gw, name);
+        let (took, code) = exit_within(&mut gw, std::time::Duration::from_secs(5));
+        assert!(
+            took < std::time::Duration::from_secs(2),
+            "SIG{name}: {took:?}"
+        );
+        assert_eq!(code, Some(0), "SIG{name}");
+    }
+    // With --drain-delay-secs, requests are still taken that long.
+    let (agent, _fake) = fake_upstream().await;
+    let mut gw = gateway_for(&format!("http://{agent}/"), &["--drain-delay-secs", "1"]);
+    signal(&gw, "TERM");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let ready = client()
+        .get(format!("{}/readyz", gw.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 503, "draining, and saying so");
+    let (took, _) = exit_within(&mut gw, std::time::Duration::from_secs(5));
+    assert!(took > std::time::Duration::from_millis(500), "{took:?}");
+    assert!(took < std::time::Duration::from_secs(2), "{took:?}");
+
+    // A stream open: the drain waits for it; a second Ctrl-C does not.
+    let mut gw = gateway(&["demo", "--delay-ms", "3000"]);
+    let response = client()
+        .post(format!("{}/agui", gw.url()))
+        .json(&serde_json::json!({ "threadId": "t", "runId": "r",
+            "messages": [{ "id": "u", "role": "user", "content": "Weather in Paris?" }] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.bytes_stream();
+    use futures::StreamExt;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), body.next()).await;
+    signal(&gw, "INT");
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    assert!(
+        gw.child.try_wait().unwrap().is_none(),
+        "the open stream holds the drain"
+    );
+    signal(&gw, "INT");
+    let (took, code) = exit_within(&mut gw, std::time::Duration::from_secs(5));
+    assert!(took < std::time::Duration::from_secs(1), "{took:?}");
+    assert_eq!(code, Some(130));
+}

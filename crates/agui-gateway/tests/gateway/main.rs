@@ -12,6 +12,7 @@ mod cors;
 mod edge;
 mod frameworks;
 mod framing;
+mod hardening;
 mod ids;
 mod input;
 mod limits;
@@ -697,7 +698,10 @@ async fn every_upstream_failure_ends_in_run_error() {
     let json_error = failing_run(&gw, "json-error").await;
     assert_eq!(
         (json_error["code"].as_str(), json_error["message"].as_str()),
-        (Some("A2A_TASK_NOT_FOUND"), Some("Task not found"))
+        (
+            Some("A2A_TASK_NOT_FOUND"),
+            Some("the agent reported an error: Task not found")
+        )
     );
     assert_eq!(
         failing_run(&gw, "drop").await["code"],

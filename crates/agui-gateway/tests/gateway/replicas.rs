@@ -171,6 +171,44 @@ async fn a_run_continues_on_another_replica_and_survives_its_replica_s_death() {
     drop(redis);
 }
 
+/// Issue 24: replica A dies mid-run and the agent's task completes before
+/// B's takeover (the lease lapses after seconds): B reads the finished
+/// task and the client gets the rest of the answer, once.
+#[tokio::test]
+async fn a_run_taken_over_after_its_task_ended_delivers_the_rest_once() {
+    let redis = redis_server();
+    let journal = format!("redis://127.0.0.1:{}/", redis.port);
+    let agent = agent("input");
+    let replica =
+        |id: &str| gateway_for(&agent.url(), &["--journal", &journal, "--gateway-id", id]);
+    let b = replica("gw-ended-b");
+    // The stored task keeps one part per chunk (`count`), or the whole
+    // answer as one part, as a closing chunk that replaced the streamed
+    // ones leaves it (`whole`).
+    for (n, mode) in ["count", "whole"].into_iter().enumerate() {
+        let mut a = replica(&format!("gw-ended-a{n}"));
+        let thread = format!("replicas-ended-{mode}");
+        let run = run_input(&thread, &format!("{mode} 20 50"));
+        let cut = read_then_cut(post_agui(&a, &run, None).await, 5).await;
+        a.child.kill().unwrap();
+        a.child.wait().unwrap();
+        // The agent's task ends (20 chunks, 50 ms apart) long before A's
+        // lease lapses.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let rest = post_agui(&b, &run, Some(&last_id(&cut))).await;
+        assert_eq!(rest.status(), 200);
+        let whole = format!("{cut}{}", rest.text().await.unwrap());
+        assert_one_run(&whole, 20);
+        let received = received_by(&agent).await;
+        let runs = received
+            .iter()
+            .filter(|m| m["contextId"] == thread.as_str())
+            .count();
+        assert_eq!(runs, 1, "{received:?}");
+    }
+    drop(redis);
+}
+
 /// The shared journal's writes, against a real redis-server: only the
 /// lease holder appends, and only the entry that comes next; a replica
 /// that lost its lease cannot write between another's entries.

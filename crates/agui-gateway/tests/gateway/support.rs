@@ -76,7 +76,12 @@ pub fn gateway_logged(args: &[&str], log: &std::path::Path) -> Process {
 }
 
 /// Starts `command` (its stderr already set) and waits for its port.
-fn start_reporting(mut command: Command, marker: &str, what: &str, within: Duration) -> Process {
+pub fn start_reporting(
+    mut command: Command,
+    marker: &str,
+    what: &str,
+    within: Duration,
+) -> Process {
     command.stdout(Stdio::piped()).stdin(Stdio::null());
     let mut child = command
         .spawn()
@@ -87,12 +92,7 @@ fn start_reporting(mut command: Command, marker: &str, what: &str, within: Durat
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             if let Some(rest) = line.split(&marker).nth(1) {
-                let port = rest
-                    .trim()
-                    .rsplit(':')
-                    .next()
-                    .and_then(|p| p.trim_matches('/').parse::<u16>().ok());
-                let _ = tx.send(port);
+                let _ = tx.send(port_in(rest));
             }
         }
     });
@@ -106,6 +106,24 @@ fn start_reporting(mut command: Command, marker: &str, what: &str, within: Durat
             );
         }
     }
+}
+
+/// The port of the first `http://host:port` in `text` (a plain line, or a
+/// JSON log line, where the URL is followed by a quote).
+pub fn port_in(text: &str) -> Option<u16> {
+    let after = text.split("http://").nth(1).unwrap_or(text.trim());
+    let authority: String = after
+        .chars()
+        .take_while(|c| !matches!(c, '/' | '"' | ' ' | '\\'))
+        .collect();
+    authority.rsplit(':').next()?.parse().ok()
+}
+
+/// The gateway binary the tests start: `AGUI_GATEWAY_BIN` when set (the
+/// release build, for the hardening replay), else the one cargo built.
+pub fn gateway_binary() -> std::ffi::OsString {
+    std::env::var_os("AGUI_GATEWAY_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_agui-gateway").into())
 }
 
 /// The gateway, as a user runs it, on a free port.
