@@ -50,6 +50,13 @@ step "conformance matrix (upstream x client x route x scenario)" \
     cargo test --locked -p agui-gateway --test gateway matrix -- --test-threads 1
 step "agent frameworks through the gateway x @ag-ui/client version" \
     cargo test --locked -p agui-gateway --test gateway frameworks -- --test-threads 1
+# Issue 24's findings replayed against the release build, as an attacker
+# would meet it (peak memory of the patch bomb, shutdown times, the
+# take-over on redis-server); the debug build ran them in "cargo test".
+step "hardening replay against the release build" bash -c \
+    'cargo build --release --locked -p agui-gateway &&
+     AGUI_GATEWAY_BIN="$PWD/target/release/agui-gateway" cargo test --locked -p agui-gateway --test gateway -- \
+        hardening keys_not_for_signing json_logs_are_json_from_the_first_line an_idle_gateway_exits a_run_taken_over_after'
 step "real clients over the golden outputs" tests/conformance/check-recordings.sh tests/golden
 step "A2UI activity parity with @ag-ui/a2a" node tests/conformance/node/a2ui-parity.mjs tests/golden/a2ui-v0.8-and-v0.9-surfaces
 step "conformance harness self-test" tests/conformance/selftest.sh

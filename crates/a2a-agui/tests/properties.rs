@@ -441,6 +441,26 @@ fn reattach_chunk(i: usize, text: &str) -> Value {
         "artifact": { "artifactId": "a", "name": "answer", "parts": [{ "kind": "text", "text": text }] } })
 }
 
+/// The run ended at the end of input: a valid run that finished, and the
+/// text it showed.
+fn finished_text(
+    mut converter: Converter<a2a_agui::SequentialIds>,
+    mut out: Vec<Event>,
+) -> Result<String, TestCaseError> {
+    converter.finish(StreamEnd::Eof, &mut out);
+    let events: Vec<Value> = out
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
+    check_sequence(&events).map_err(TestCaseError::fail)?;
+    prop_assert_eq!(&events.last().unwrap()["type"], "RUN_FINISHED");
+    Ok(events
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .filter_map(|e| e["delta"].as_str())
+        .collect())
+}
+
 /// How an agent's store keeps an artifact that was streamed in chunks.
 #[derive(Debug, Clone, Copy)]
 enum Stored {
@@ -487,16 +507,7 @@ proptest! {
                 .collect(),
         };
         converter.push_value(&reattach_task(&parts, "completed"), &mut out);
-        converter.finish(StreamEnd::Eof, &mut out);
-        let events: Vec<Value> = out.iter().map(|e| serde_json::to_value(e).unwrap()).collect();
-        check_sequence(&events).map_err(TestCaseError::fail)?;
-        let text: String = events
-            .iter()
-            .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
-            .filter_map(|e| e["delta"].as_str())
-            .collect();
-        prop_assert_eq!(text, whole);
-        prop_assert_eq!(&events.last().unwrap()["type"], "RUN_FINISHED");
+        prop_assert_eq!(finished_text(converter, out)?, whole);
     }
 
     /// `count` chunks stream; the connection breaks after `cut` of them.
@@ -549,15 +560,6 @@ proptest! {
         }
         converter.push_value(&json!({ "kind": "status-update", "taskId": "t", "contextId": "c",
             "status": { "state": "completed" }, "final": true }), &mut out);
-        converter.finish(StreamEnd::Eof, &mut out);
-        let events: Vec<Value> = out.iter().map(|e| serde_json::to_value(e).unwrap()).collect();
-        check_sequence(&events).map_err(TestCaseError::fail)?;
-        let text: String = events
-            .iter()
-            .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
-            .filter_map(|e| e["delta"].as_str())
-            .collect();
-        prop_assert_eq!(text, chunks.concat());
-        prop_assert_eq!(&events.last().unwrap()["type"], "RUN_FINISHED");
+        prop_assert_eq!(finished_text(converter, out)?, chunks.concat());
     }
 }

@@ -11,7 +11,7 @@ use url::Url;
 use crate::agui::extension;
 use crate::config::Config;
 use crate::error::ApiError;
-use crate::forwarding::first_value;
+use crate::forwarding::{first_value, list_values};
 use crate::outbound::{self, Forwarded};
 use crate::target::base_url;
 use crate::upstream::{Agent, CardError};
@@ -142,14 +142,7 @@ pub async fn serve(
 /// agent's `max-age` kept): a host that a cache keys differently (an
 /// absolute-form target) must not poison another client's copy.
 fn vary_by_host(headers: &mut HeaderMap) {
-    let mut vary: Vec<String> = headers
-        .get_all(header::VARY)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|v| v.trim().to_owned())
-        .filter(|v| !v.is_empty())
-        .collect();
+    let mut vary = list_values(headers, header::VARY.as_str());
     for name in [
         "Host",
         "X-Forwarded-Host",

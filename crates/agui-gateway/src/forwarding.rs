@@ -19,6 +19,19 @@ use std::net::{IpAddr, SocketAddr};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 use ipnet::IpNet;
 
+/// The entries of a comma-separated list header, over all its lines,
+/// trimmed, empty ones left out.
+pub fn list_values(headers: &HeaderMap, name: &str) -> Vec<String> {
+    headers
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+        .collect()
+}
+
 /// Hop-by-hop headers (RFC 9110 7.6.1, plus the legacy `Proxy-Connection`
 /// and `Host`, which the HTTP client writes for the upstream itself).
 const HOP_BY_HOP: [&str; 10] = [
@@ -160,14 +173,7 @@ impl Caller {
     ) -> Caller {
         let peer_ip = peer.ip();
         if trusted.contains(peer_ip) {
-            let chain: Vec<String> = headers
-                .get_all("x-forwarded-for")
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .flat_map(|v| v.split(','))
-                .map(|v| v.trim().to_owned())
-                .filter(|v| !v.is_empty())
-                .collect();
+            let chain = list_values(headers, "x-forwarded-for");
             // From the nearest hop outwards: the first address not of a
             // trusted proxy is the client. An entry that is no address
             // ends the walk, at the last hop that could be read: what lies

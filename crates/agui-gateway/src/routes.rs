@@ -385,33 +385,24 @@ async fn proxy(
         )
         .await;
     }
-    let gateway_base = || {
-        let public = card::public_base(&state.config, &parts.uri, &parts.headers);
-        format!("{public}{mount}")
+    let negotiated = if wants_agui(&parts.headers, query) {
+        negotiate(&parts.method, &path, &body)?
+    } else {
+        Negotiated::NotConvertible
     };
-    if !wants_agui(&parts.headers, query) {
-        state.metrics.count_request(agent.name(), "passthrough");
-        AccessNote::noted(&parts.extensions, agent.name(), Mode::Passthrough);
-        let call = Passthrough {
-            method: parts.method.clone(),
-            url,
-            body,
-            gateway_base: gateway_base(),
-        };
-        return passthrough(&state, &agent, call, &forwarded).await;
-    }
-    let seed = match negotiate(&parts.method, &path, &body)? {
+    let seed = match negotiated {
         Negotiated::RunAgentInput => {
             return agui_input(state, agent, &parts, forwarded, body, Mode::Agui).await;
         }
         Negotiated::NotConvertible => {
             state.metrics.count_request(agent.name(), "passthrough");
             AccessNote::noted(&parts.extensions, agent.name(), Mode::Passthrough);
+            let public = card::public_base(&state.config, &parts.uri, &parts.headers);
             let call = Passthrough {
                 method: parts.method.clone(),
                 url,
                 body,
-                gateway_base: gateway_base(),
+                gateway_base: format!("{public}{mount}"),
             };
             return passthrough(&state, &agent, call, &forwarded).await;
         }

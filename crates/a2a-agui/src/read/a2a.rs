@@ -14,6 +14,7 @@
 use serde_json::Value;
 
 use super::json::{Object, array, flag, id, metadata, object, text};
+use super::said::agent_said;
 use super::{
     ArtifactChunk, Description, Item, MessageView, Parts, Status, StatusView, acp, adk, hints,
 };
@@ -300,7 +301,7 @@ pub fn error_report(body: &Value) -> Option<ErrorReport> {
 pub struct ErrorReport {
     /// What the client is told: written by this crate, naming the agent as
     /// the side that failed; of the agent's own words only a structured
-    /// error's `message`, as one bounded line ([`one_line`]). Bodies that
+    /// error's `message`, as one bounded line (`read::said::one_line`). Bodies that
     /// are not such an error (a string, text, problem details) and every
     /// `data` / `details` stay out: they may name internal hosts or carry
     /// secrets.
@@ -308,37 +309,6 @@ pub struct ErrorReport {
     /// Stable, `A2A_`-prefixed code: the 1.0 `ErrorInfo.reason`, or the
     /// reason a JSON-RPC code stands for, or `A2A_ERROR`.
     pub code: String,
-}
-
-/// The longest excerpt of an agent's error message shown to clients.
-const MAX_ERROR_EXCERPT: usize = 200;
-
-/// An agent's words as one line of at most [`MAX_ERROR_EXCERPT`]
-/// characters: what follows a line break goes, other control characters
-/// become spaces.
-pub(crate) fn one_line(text: &str) -> String {
-    let first = text
-        .split(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}'])
-        .next()
-        .unwrap_or_default()
-        .trim();
-    let mut line: String = first
-        .chars()
-        .take(MAX_ERROR_EXCERPT)
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    if first.chars().nth(MAX_ERROR_EXCERPT).is_some() {
-        line.push('…');
-    }
-    line
-}
-
-/// The client's message for an error the agent reported with `message`.
-pub(crate) fn agent_said(message: Option<&str>) -> String {
-    match message.map(one_line).filter(|m| !m.is_empty()) {
-        Some(line) => format!("the agent reported an error: {line}"),
-        None => "the agent reported an error without a message".to_owned(),
-    }
 }
 
 impl ErrorReport {

@@ -76,7 +76,7 @@ pub(super) fn read_event<'a>(kind: &'a str, event: &'a Object, whole: &'a Value)
                 .and_then(|r| object(r, "error"))
                 .or_else(|| object(event, "error"));
             AcpEvent::Failed {
-                message: super::a2a::agent_said(error.and_then(|e| text(e, "message"))),
+                message: super::said::agent_said(error.and_then(|e| text(e, "message"))),
                 code: error.and_then(|e| text(e, "code")).map_or_else(
                     || ErrorCode::AcpRunFailed.as_str().to_owned(),
                     |c| format!("ACP_{}", c.to_ascii_uppercase()),

@@ -21,13 +21,14 @@ mod hector;
 mod hints;
 mod json;
 mod part;
+mod said;
 mod tool;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+pub(crate) use a2a::artifact_view;
 pub use a2a::{A2aMessage, ErrorReport, error_report};
-pub(crate) use a2a::{artifact_view, one_line};
 pub(crate) use acp::{AcpEvent, RunIds as AcpRunIds};
 pub(crate) use adk::state_delta;
 pub(crate) use hector::EventName;
@@ -35,6 +36,7 @@ pub(crate) use hints::{MessageNote, message_notes, without_commands};
 pub(crate) use hints::{commands, is_empty_value};
 pub(crate) use json::Object;
 pub use part::{FileRef, PartBody, part_body};
+pub(crate) use said::one_line;
 
 use crate::custom::Citation;
 use crate::state::TaskState;

@@ -79,6 +79,25 @@ async fn jwks_server_of(keys: Value) -> (String, Arc<AtomicUsize>) {
     (format!("http://{addr}/jwks.json"), fetches)
 }
 
+/// A run on `/agui` with `bearer` goes through to its end.
+async fn assert_run_finishes(gw: &Process, bearer: &str) {
+    let text = client()
+        .post(format!("{}/agui", gw.url()))
+        .bearer_auth(bearer)
+        .json(&run_body())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(
+        assert_valid_run(&agui_events(&text))["type"],
+        "RUN_FINISHED",
+        "{text}"
+    );
+}
+
 /// A run with a message of its own: the gateway sends each message once.
 fn run_body() -> Value {
     static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -347,21 +366,7 @@ async fn a_jwks_from_the_command_line_takes_tokens_with_the_default_algorithms()
     );
     let client = client();
     let alice = token("test-only-jwt-ed25519.pem", json!({}));
-    let text = client
-        .post(format!("{}/agui", gw.url()))
-        .bearer_auth(&alice)
-        .json(&run_body())
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert_eq!(
-        assert_valid_run(&agui_events(&text))["type"],
-        "RUN_FINISHED",
-        "{text}"
-    );
+    assert_run_finishes(&gw, &alice).await;
     // Not before its time either.
     let early = token("test-only-jwt-ed25519.pem", json!({ "nbf": now() + 600 }));
     let response = client
@@ -450,21 +455,7 @@ async fn keys_not_for_signing_and_tokens_from_the_future_are_refused_with_their_
         token_of("verify", pem, json!({})),
         token(pem, json!({ "iat": now() + 5 })),
     ] {
-        let text = client()
-            .post(format!("{}/agui", gw.url()))
-            .bearer_auth(&bearer)
-            .json(&run_body())
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        assert_eq!(
-            assert_valid_run(&agui_events(&text))["type"],
-            "RUN_FINISHED",
-            "{text}"
-        );
+        assert_run_finishes(&gw, &bearer).await;
     }
     // A verified token and a second Authorization: refused before any
     // check, and the agent never sees either.

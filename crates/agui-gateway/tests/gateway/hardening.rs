@@ -259,6 +259,7 @@ async fn a_state_patch_that_doubles_itself_stops_at_the_bound() {
         assert_eq!(health.status(), 200);
     }
     let peak = peak_rss_mib(gw.child.id());
+    println!("the patch bombs: peak RSS {peak} MiB");
     assert!(peak < 100, "peak RSS {peak} MiB");
 }
 

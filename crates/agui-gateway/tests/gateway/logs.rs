@@ -246,6 +246,7 @@ async fn an_idle_gateway_exits_at_once_and_a_second_interrupt_ends_a_drain() {
         assert_eq!(health.status(), 200);
         signal(&gw, name);
         let (took, code) = exit_within(&mut gw, std::time::Duration::from_secs(5));
+        println!("idle, SIG{name}: exited after {took:?}");
         assert!(
             took < std::time::Duration::from_secs(2),
             "SIG{name}: {took:?}"

@@ -60,7 +60,7 @@ pub fn start_within(mut command: Command, marker: &str, what: &str, within: Dura
 /// The gateway with its log (at `info`) written to `log` instead of the
 /// test's output, for tests that read what it logged.
 pub fn gateway_logged(args: &[&str], log: &std::path::Path) -> Process {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_agui-gateway"));
+    let mut command = Command::new(gateway_binary());
     let file = std::fs::File::create(log).expect("log file");
     command
         .args(args)
@@ -128,7 +128,7 @@ pub fn gateway_binary() -> std::ffi::OsString {
 
 /// The gateway, as a user runs it, on a free port.
 pub fn gateway(args: &[&str]) -> Process {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_agui-gateway"));
+    let mut command = Command::new(gateway_binary());
     command
         .args(args)
         .args(["--listen", "127.0.0.1:0"])
