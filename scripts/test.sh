@@ -56,7 +56,8 @@ step "agent frameworks through the gateway x @ag-ui/client version" \
 step "hardening replay against the release build" bash -c \
     'cargo build --release --locked -p agui-gateway &&
      AGUI_GATEWAY_BIN="$PWD/target/release/agui-gateway" cargo test --locked -p agui-gateway --test gateway -- \
-        hardening keys_not_for_signing json_logs_are_json_from_the_first_line an_idle_gateway_exits a_run_taken_over_after'
+        hardening keys_not_for_signing json_logs_are_json_from_the_first_line a_failure_to_start_is_a_json_line_too \
+        an_idle_gateway_exits a_run_taken_over_after'
 step "real clients over the golden outputs" tests/conformance/check-recordings.sh tests/golden
 step "A2UI activity parity with @ag-ui/a2a" node tests/conformance/node/a2ui-parity.mjs tests/golden/a2ui-v0.8-and-v0.9-surfaces
 step "conformance harness self-test" tests/conformance/selftest.sh

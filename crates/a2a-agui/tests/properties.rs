@@ -486,6 +486,7 @@ proptest! {
         cut in 0usize..16,
         stored in prop_oneof![Just(Stored::PartPerChunk), Just(Stored::Whole), Just(Stored::Resplit)],
         split in 1usize..8,
+        held in prop::option::of(0usize..16),
     ) {
         let chunks: Vec<String> = (0..count).map(|i| format!("w{i} ")).collect();
         let cut = cut.min(count);
@@ -496,6 +497,11 @@ proptest! {
             converter.push_value(&reattach_chunk(i, text), &mut out);
         }
         converter.reattach();
+        // An earlier attempt read the task while it still worked: the
+        // parts it had beyond those shown are held.
+        if let Some(read) = held {
+            converter.push_value(&reattach_task(&chunks[..read.clamp(cut, count)], "working"), &mut out);
+        }
         let whole = chunks.concat();
         let parts: Vec<String> = match stored {
             Stored::PartPerChunk => chunks.clone(),

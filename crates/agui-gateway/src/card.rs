@@ -44,7 +44,11 @@ pub fn public_base(config: &Config, uri: &Uri, headers: &HeaderMap) -> String {
         .unwrap_or_else(|| "http".to_owned());
     let host = text("x-forwarded-host")
         .filter(|host| is_authority(host))
-        .or_else(|| uri.authority().map(|a| a.as_str().to_owned()))
+        .or_else(|| {
+            uri.authority()
+                .map(|a| a.as_str().to_owned())
+                .filter(|host| is_authority(host))
+        })
         .or_else(|| text(header::HOST.as_str()).filter(|host| is_authority(host)))
         .unwrap_or_else(|| config.listen.to_string());
     let prefix = text("x-forwarded-prefix").unwrap_or_default();
@@ -141,7 +145,7 @@ pub async fn serve(
 /// was built from, and a shared cache may not keep it (`private`, the
 /// agent's `max-age` kept): a host that a cache keys differently (an
 /// absolute-form target) must not poison another client's copy.
-fn vary_by_host(headers: &mut HeaderMap) {
+pub fn vary_by_host(headers: &mut HeaderMap) {
     let mut vary = list_values(headers, header::VARY.as_str());
     for name in [
         "Host",
@@ -167,7 +171,12 @@ fn vary_by_host(headers: &mut HeaderMap) {
                 .filter_map(|d| d.trim().strip_prefix("max-age="))
                 .find_map(|age| age.trim().parse::<u64>().ok())
         });
+    let no_store = headers
+        .get(header::CACHE_CONTROL)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.to_ascii_lowercase().contains("no-store"));
     let control = match max_age {
+        _ if no_store => "private, no-store".to_owned(),
         Some(age) => format!("private, max-age={age}"),
         None => "private, no-cache".to_owned(),
     };

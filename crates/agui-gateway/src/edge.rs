@@ -36,6 +36,9 @@ pub async fn gate(
     mut request: Request,
     next: axum::middleware::Next,
 ) -> Response {
+    // Counted from admission to the answer's head: past it, a stream
+    // holds its permit (`AppState::is_idle`).
+    let _counted = state.shutdown.in_flight.enter();
     match admit(&state, &mut request).await {
         Ok(()) => next.run(request).await,
         Err(err) => err.into_response(),

@@ -285,17 +285,39 @@ fn main() -> anyhow::Result<()> {
             cors,
             log,
         }) => {
-            init_logging(log.log_format);
-            runtime(None)?.block_on(demo(listen, delay_ms, cors, log.log_format.into()))
+            let log = log.log_format.into();
+            logged(log, || {
+                runtime(None)?.block_on(demo(listen, delay_ms, cors, log))
+            })
         }
         None => {
             let workers = cli.serve.workers;
             let log = cli.serve.log.log_format.into();
-            init_logging(cli.serve.log.log_format);
-            let config = serve_config(cli.serve)?;
-            runtime(workers)?.block_on(serve(config, None, log))
+            logged(log, || {
+                let config = serve_config(cli.serve)?;
+                runtime(workers)?.block_on(serve(config, None, log))
+            })
         }
     }
+}
+
+/// Runs a serving command with the log installed. Under the JSON log, a
+/// failure to start and a panic are log objects too (anyhow's `Error: …`
+/// and the panic message would be the only plain lines); the exit status
+/// stays non-zero.
+fn logged(log: Log, run: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
+    agui_gateway::logging::init(log);
+    if log == Log::Text {
+        return run();
+    }
+    std::panic::set_hook(Box::new(
+        |info| tracing::error!(panic = %info, "the gateway panicked"),
+    ));
+    if let Err(err) = run() {
+        tracing::error!(error = format!("{err:#}"), "the gateway stopped");
+        std::process::exit(1);
+    }
+    Ok(())
 }
 
 fn runtime(workers: Option<usize>) -> anyhow::Result<tokio::runtime::Runtime> {
@@ -307,10 +329,6 @@ fn runtime(workers: Option<usize>) -> anyhow::Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .context("gateway could not start its runtime")
-}
-
-fn init_logging(format: LogFormat) {
-    agui_gateway::logging::init(format.into());
 }
 
 impl From<LogFormat> for agui_gateway::logging::LogFormat {
@@ -571,7 +589,7 @@ async fn serve(config: Config, banner: Option<String>, log: Log) -> anyhow::Resu
     let _ = std::io::stdout().flush();
     let idle = {
         let state = state.clone();
-        move || state.open_streams() == 0
+        move || state.is_idle()
     };
     tokio::spawn(watch_signals(shutdown.clone(), timing, idle));
     if let Some(admin) = admin {
@@ -638,14 +656,15 @@ fn warn_if_files_run_short(max_connections: usize) {
 struct Drain {
     /// Open streams may run on this long (`shutdown_grace_secs`).
     grace: Duration,
-    /// Requests are taken (and answered 503 GATEWAY_DRAINING, `/readyz`
-    /// 503) at least this long (`drain_delay_secs`).
+    /// Requests are still served (while `/readyz` says 503) this long
+    /// (`drain_delay_secs`).
     delay: Duration,
 }
 
-/// On the first signal: drain (no new requests), then stop as soon as no
-/// stream is open (after `delay`) or when `grace` is over, whichever comes
-/// first. A second Ctrl-C exits at once.
+/// On the first signal: unready at once (`/readyz` 503, requests still
+/// served), draining after `delay` (no new requests), then stop as soon as
+/// nothing is in flight or when `grace` is over, whichever comes first. A
+/// second Ctrl-C exits at once.
 async fn watch_signals(shutdown: Shutdown, drain: Drain, idle: impl Fn() -> bool) {
     wait_for_signal().await;
     let signalled = tokio::time::Instant::now();
@@ -654,7 +673,7 @@ async fn watch_signals(shutdown: Shutdown, drain: Drain, idle: impl Fn() -> bool
         drain_delay_secs = drain.delay.as_secs(),
         "shutting down: no new requests, open streams may finish"
     );
-    shutdown.draining.cancel();
+    shutdown.unready.cancel();
     tokio::spawn(async {
         if tokio::signal::ctrl_c().await.is_ok() {
             tracing::warn!("interrupted again: exiting now");
@@ -662,6 +681,7 @@ async fn watch_signals(shutdown: Shutdown, drain: Drain, idle: impl Fn() -> bool
         }
     });
     tokio::time::sleep(drain.delay).await;
+    shutdown.draining.cancel();
     let deadline = signalled + drain.grace.max(drain.delay);
     // Checked every 50 ms: a stream's end needs no signal of its own, and
     // a drain is not a hot path.

@@ -97,7 +97,7 @@ async fn healthz() -> impl IntoResponse {
 /// background refresh: a probe never calls an upstream, except (one at a
 /// time, at most every 2 s) before an agent's first refresh has finished.
 async fn readyz(State(state): State<SharedState>) -> Result<Response, ApiError> {
-    if state.shutdown.draining.is_cancelled() {
+    if state.shutdown.unready.is_cancelled() {
         return Err(ApiError::unavailable(
             ErrorCode::GatewayDraining,
             "draining",
@@ -176,7 +176,12 @@ async fn list_agents(State(state): State<SharedState>, request: Request) -> Resp
         }
         agents.push(entry);
     }
-    axum::Json(json!({ "agents": agents })).into_response()
+    let mut response = axum::Json(json!({ "agents": agents })).into_response();
+    if card::varies_by_request(&state.config) {
+        // Its URLs come from the request's host, as a card's do.
+        card::vary_by_host(response.headers_mut());
+    }
+    response
 }
 
 /// The agent of an AG-UI route: named in `/v1/agents/{name}/…`, else the

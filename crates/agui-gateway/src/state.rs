@@ -116,6 +116,11 @@ impl AppState {
         })
     }
 
+    /// Nothing a drain waits for: no request being handled, no stream.
+    pub fn is_idle(&self) -> bool {
+        self.shutdown.in_flight.count() == 0 && self.open_streams() == 0
+    }
+
     /// Streams open now (attached, detached or passed through).
     pub fn open_streams(&self) -> usize {
         self.config
@@ -147,13 +152,43 @@ impl AppState {
     }
 }
 
-/// Shutdown signals shared by every stream: `draining` when SIGTERM came
-/// (new requests are refused, streams go on), `stop` when the grace period
-/// is over (streams end with RUN_ERROR).
+/// Shutdown signals shared by every stream: `unready` when SIGTERM came
+/// (`/readyz` says 503, requests are still served while balancers drop
+/// the pod), `draining` after `drain_delay` (new requests are refused,
+/// streams go on), `stop` when no stream is left or the grace period is
+/// over (streams end with RUN_ERROR).
 #[derive(Clone, Default)]
 pub struct Shutdown {
+    pub unready: CancellationToken,
     pub draining: CancellationToken,
     pub stop: CancellationToken,
+    /// Requests admitted and not answered yet (their streams, once they
+    /// have one, hold a stream permit instead): a drain waits for both.
+    pub in_flight: InFlight,
+}
+
+/// A count of requests being handled, for the drain.
+#[derive(Clone, Default)]
+pub struct InFlight(Arc<std::sync::atomic::AtomicUsize>);
+
+impl InFlight {
+    /// Counts one request until the guard is dropped.
+    pub fn enter(&self) -> InFlightGuard {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        InFlightGuard(self.0.clone())
+    }
+
+    pub fn count(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+pub struct InFlightGuard(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// What this replica remembers of an AG-UI thread (per agent and caller):

@@ -427,6 +427,12 @@ impl<I: IdSource> Converter<I> {
             let streamed = self.artifacts.get(id).map_or(0, |a| a.parts_seen);
             self.artifacts.describe(id, &view.description, out);
             let key = Segment::artifact(id);
+            if ended && start == 0 {
+                // The task's last word on the artifact: what an earlier
+                // snapshot held of it is superseded (it may hold the same
+                // text in fewer, longer parts).
+                self.resync.forget(id);
+            }
             if ended && start == 0 && streamed > 0 && self.rest_of_stored_text(id, view.parts, out)
             {
                 if let Some(commands) = view.commands {

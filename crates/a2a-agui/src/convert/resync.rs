@@ -60,12 +60,18 @@ impl Resync {
         if at.is_none() && self.held.len() >= MAX_HELD {
             return false;
         }
+        let refuse = |resync: &mut Resync| {
+            // The caller shows these parts now, which include what an
+            // earlier snapshot held of this artifact: not to be shown again.
+            resync.forget(artifact);
+            false
+        };
         let room = MAX_HELD_BYTES.saturating_sub(self.held_bytes);
         let measured = parts.iter().try_fold(0usize, |sum, part| {
             Some(sum + json_len(part, room.checked_sub(sum)?)?)
         });
         let Some(bytes) = measured else {
-            return false;
+            return refuse(self);
         };
         match at {
             Some(at) => {
@@ -82,6 +88,16 @@ impl Resync {
         true
     }
 
+    /// Drops what is held of `artifact`: its parts are being shown by
+    /// other means.
+    pub(super) fn forget(&mut self, artifact: &str) {
+        if let Some(at) = self.held.iter().position(|(id, _)| id == artifact) {
+            let (_, held) = self.held.remove(at);
+            let bytes: usize = held.iter().filter_map(|p| json_len(p, usize::MAX)).sum();
+            self.held_bytes = self.held_bytes.saturating_sub(bytes);
+        }
+    }
+
     pub(super) fn is_holding(&self) -> bool {
         !self.held.is_empty()
     }
@@ -91,9 +107,8 @@ impl Resync {
     pub(super) fn gap_before(&mut self, artifact: &str, chunk: Parts<'_>) -> Option<Vec<Value>> {
         let at = self.held.iter().position(|(id, _)| id == artifact)?;
         let (_, mut held) = self.held.remove(at);
-        self.held_bytes = self
-            .held_bytes
-            .saturating_sub(held.iter().filter_map(|p| json_len(p, usize::MAX)).sum());
+        let bytes: usize = held.iter().filter_map(|p| json_len(p, usize::MAX)).sum();
+        self.held_bytes = self.held_bytes.saturating_sub(bytes);
         let live = chunk.part_digests();
         if let Some(first) = live.first() {
             let digests = Parts::Values(&held).part_digests();

@@ -129,21 +129,23 @@ impl Document {
         match text("op")? {
             "add" => {
                 let value = field("value")?;
-                let len = self.measure(value, path)?;
-                self.add(path, value.clone(), len)
+                let room = self.room_for(path)?;
+                let len = self.fit(value, room)?;
+                self.insert(path, value.clone(), room, len)
             }
             "remove" => self.remove(path).map(drop),
             "replace" => {
                 let value = field("value")?;
                 let old = self.value.pointer(path).ok_or(Refusal::DoesNotApply)?;
-                let old_len = json_len(old, usize::MAX).unwrap_or(0);
-                let left = self.size.saturating_sub(old_len);
-                let len = measure_within(value, path, left, self.limit)?;
+                let kept = self
+                    .size
+                    .saturating_sub(json_len(old, usize::MAX).unwrap_or(0));
+                let len = self.fit(value, (kept, 0))?;
                 let value = value.clone();
                 if let Some(slot) = self.value.pointer_mut(path) {
                     *slot = value;
                 }
-                self.size = self.size.saturating_sub(old_len) + len;
+                self.size = kept + len;
                 Ok(())
             }
             "move" => {
@@ -155,8 +157,11 @@ impl Document {
                     return Err(Refusal::DoesNotApply); // into its own child
                 }
                 let (value, len) = self.remove(from)?;
-                self.grow(len + string_len(path) + 2)?;
-                self.add(path, value, len)
+                let room = self.room_for(path)?;
+                if room.0 + room.1 + len > self.limit {
+                    return Err(Refusal::TooLarge);
+                }
+                self.insert(path, value, room, len)
             }
             "copy" => {
                 let source = self
@@ -165,9 +170,10 @@ impl Document {
                     .ok_or(Refusal::DoesNotApply)?;
                 // Measured before it is cloned: a copy of the whole state
                 // into itself stops here once it would not fit.
-                let len = measure_within(source, path, self.size, self.limit)?;
+                let room = self.room_for(path)?;
+                let len = self.fit(source, room)?;
                 let value = source.clone();
-                self.add(path, value, len)
+                self.insert(path, value, room, len)
             }
             "test" => {
                 let found = self.value.pointer(path).ok_or(Refusal::DoesNotApply)?;
@@ -179,75 +185,89 @@ impl Document {
         }
     }
 
-    /// What adding `value` at `path` would cost, if it still fits.
-    fn measure(&self, value: &Value, path: &str) -> Result<usize, Refusal> {
-        measure_within(value, path, self.size, self.limit)
+    /// Before adding at `path`: the size the document keeps (less the value
+    /// the add replaces) and what a new member costs besides its value (its
+    /// name, colon and comma; an item's comma).
+    fn room_for(&self, path: &str) -> Result<(usize, usize), Refusal> {
+        if path.is_empty() {
+            return Ok((0, 0));
+        }
+        let (parent, token) = split(path).ok_or(Refusal::DoesNotApply)?;
+        match self.value.pointer(parent) {
+            Some(Value::Object(members)) => Ok(match members.get(&token) {
+                Some(old) => {
+                    let old_len = json_len(old, usize::MAX).unwrap_or(0);
+                    (self.size.saturating_sub(old_len), 0)
+                }
+                None => (self.size, string_len(&token) + 2),
+            }),
+            Some(Value::Array(_)) => Ok((self.size, 1)),
+            _ => Err(Refusal::DoesNotApply),
+        }
     }
 
-    /// Room for `bytes` more, or the refusal.
-    fn grow(&self, bytes: usize) -> Result<(), Refusal> {
-        (self.size.saturating_add(bytes) <= self.limit)
-            .then_some(())
-            .ok_or(Refusal::TooLarge)
+    /// `value`'s length, if it fits beside `room`.
+    fn fit(&self, value: &Value, (kept, overhead): (usize, usize)) -> Result<usize, Refusal> {
+        let left = self
+            .limit
+            .checked_sub(kept.saturating_add(overhead))
+            .ok_or(Refusal::TooLarge)?;
+        json_len(value, left).ok_or(Refusal::TooLarge)
     }
 
-    /// Adds `value` (`len` bytes serialised) at `path`.
-    fn add(&mut self, path: &str, value: Value, len: usize) -> Result<(), Refusal> {
+    /// Adds `value` (`len` bytes serialised, measured beside `room`) at
+    /// `path`.
+    fn insert(
+        &mut self,
+        path: &str,
+        value: Value,
+        (kept, overhead): (usize, usize),
+        len: usize,
+    ) -> Result<(), Refusal> {
         if path.is_empty() {
             self.value = value;
             self.size = len;
             return Ok(());
         }
         let (parent, token) = split(path).ok_or(Refusal::DoesNotApply)?;
-        let member_len = string_len(&token);
-        let replaced = match self.value.pointer_mut(parent) {
-            Some(Value::Object(members)) => members.insert(token, value),
-            Some(Value::Array(items)) if token == "-" => {
-                items.push(value);
-                None
+        match self.value.pointer_mut(parent) {
+            Some(Value::Object(members)) => {
+                members.insert(token, value);
             }
+            Some(Value::Array(items)) if token == "-" => items.push(value),
             Some(Value::Array(items)) => {
                 let at = index(&token).ok_or(Refusal::DoesNotApply)?;
                 if at > items.len() {
                     return Err(Refusal::DoesNotApply);
                 }
                 items.insert(at, value);
-                None
             }
             _ => return Err(Refusal::DoesNotApply),
-        };
-        let given_back = replaced.map_or(0, |old| json_len(&old, usize::MAX).unwrap_or(0));
-        // A member's name, its colon and a comma: counted even for an
-        // array item, which keeps the size an upper bound.
-        self.size = self.size.saturating_sub(given_back) + len + member_len + 2;
+        }
+        self.size = kept + overhead + len;
         Ok(())
     }
 
-    /// Removes what `path` names; the value and its serialised length.
+    /// Removes what `path` names; the value and its serialised length. The
+    /// size gives back the value and a member's name and colon, never more
+    /// than the document loses (a comma may stay counted).
     fn remove(&mut self, path: &str) -> Result<(Value, usize), Refusal> {
         let (parent, token) = split(path).ok_or(Refusal::DoesNotApply)?;
-        let removed = match self.value.pointer_mut(parent) {
-            Some(Value::Object(members)) => members.remove(&token),
-            Some(Value::Array(items)) => index(&token)
-                .filter(|at| *at < items.len())
-                .map(|at| items.remove(at)),
-            _ => None,
-        }
-        .ok_or(Refusal::DoesNotApply)?;
+        let (removed, name) = match self.value.pointer_mut(parent) {
+            Some(Value::Object(members)) => (members.remove(&token), string_len(&token) + 1),
+            Some(Value::Array(items)) => (
+                index(&token)
+                    .filter(|at| *at < items.len())
+                    .map(|at| items.remove(at)),
+                0,
+            ),
+            _ => (None, 0),
+        };
+        let removed = removed.ok_or(Refusal::DoesNotApply)?;
         let len = json_len(&removed, usize::MAX).unwrap_or(0);
-        self.size = self.size.saturating_sub(len);
+        self.size = self.size.saturating_sub(len + name);
         Ok((removed, len))
     }
-}
-
-/// `value`'s length, if a document of `size` bytes still fits `limit` with
-/// it added at `path`.
-fn measure_within(value: &Value, path: &str, size: usize, limit: usize) -> Result<usize, Refusal> {
-    let overhead = string_len(path) + 2;
-    let room = limit
-        .checked_sub(size.saturating_add(overhead))
-        .ok_or(Refusal::TooLarge)?;
-    json_len(value, room).ok_or(Refusal::TooLarge)
 }
 
 /// The parent of `path` and the last token, unescaped (RFC 6901).
@@ -301,6 +321,70 @@ mod tests {
             super::patched(&json!({}), &many, 1 << 20),
             Err(Refusal::TooLarge)
         );
+    }
+
+    fn real(doc: &Value) -> usize {
+        serde_json::to_vec(doc).unwrap().len()
+    }
+
+    fn path() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(String::new()),
+            (0u8..4).prop_map(|k| format!("/k{k}")),
+            (0u8..4, 0u8..3).prop_map(|(k, i)| format!("/k{k}/{i}")),
+            (0u8..4).prop_map(|k| format!("/k{k}/-")),
+        ]
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let value = prop_oneof![
+            (0usize..300).prop_map(|n| json!("v".repeat(n))),
+            (0usize..5).prop_map(|n| json!(vec![1; n])),
+            Just(json!({ "a": { "b": [1, 2] } })),
+        ];
+        prop_oneof![
+            (path(), value.clone())
+                .prop_map(|(p, v)| json!({ "op": "add", "path": p, "value": v })),
+            (path(), value).prop_map(|(p, v)| json!({ "op": "replace", "path": p, "value": v })),
+            path().prop_map(|p| json!({ "op": "remove", "path": p })),
+            (path(), path()).prop_map(|(f, p)| json!({ "op": "copy", "from": f, "path": p })),
+            (path(), path()).prop_map(|(f, p)| json!({ "op": "move", "from": f, "path": p })),
+        ]
+    }
+
+    proptest::proptest! {
+        /// The bound refuses only what would really pass it: a patch whose
+        /// every step stays under the limit (less one byte an operation the
+        /// running size may over-count) applies as it does unbounded, and
+        /// the running size is never below the real one.
+        #[test]
+        fn the_bound_refuses_only_what_passes_it(
+            ops in proptest::collection::vec(op(), 1..24),
+            limit in 64usize..4096,
+        ) {
+            let start = json!({ "k0": [1, 2, 3], "k1": "x" });
+            // Unbounded, step by step: the largest state on the way.
+            let mut doc = Document { value: start.clone(), size: real(&start), limit: usize::MAX };
+            let mut peak = real(&start);
+            let mut applies = true;
+            for op in &ops {
+                if doc.apply(op).is_err() {
+                    applies = false;
+                    break;
+                }
+                proptest::prop_assert!(doc.size >= real(&doc.value), "{op}");
+                peak = peak.max(real(&doc.value));
+            }
+            let bounded = super::patched(&start, &ops, limit);
+            if let Ok(value) = &bounded {
+                proptest::prop_assert!(real(value) <= limit);
+            }
+            if applies && peak + ops.len() <= limit {
+                proptest::prop_assert_eq!(bounded, Ok(doc.value));
+            }
+        }
     }
 
     #[test]

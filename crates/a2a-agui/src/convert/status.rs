@@ -11,7 +11,7 @@ use crate::codes::ErrorCode;
 use crate::custom::{Citation, Custom, ErrorNotice, MessageMetadata, StatusNotice};
 use crate::event::{Event, TextMetadata};
 use crate::ids::IdSource;
-use crate::read::{self, Block, MessageNote, MessageView, Object, Status, StatusView};
+use crate::read::{self, Block, MessageNote, MessageView, Object, Status, StatusView, one_line};
 use crate::state::TaskState;
 
 /// Where a message came from; decides its text key and de-duplication.
@@ -76,7 +76,9 @@ impl<I: IdSource> Converter<I> {
                 } else {
                     (ErrorCode::TaskRejected, "the agent rejected the task")
                 };
-                let text = status.message.as_ref().map(MessageView::text);
+                // The agent's own words on why, as an error line: the
+                // first line, bounded.
+                let text = status.message.as_ref().map(|m| one_line(&m.text()));
                 let text = text
                     .filter(|t| !t.is_empty())
                     .unwrap_or_else(|| fallback.to_owned());

@@ -14,7 +14,7 @@
 use serde_json::Value;
 
 use super::json::{Object, array, flag, id, metadata, object, text};
-use super::said::agent_said;
+use super::said::{agent_said, is_reason};
 use super::{
     ArtifactChunk, Description, Item, MessageView, Parts, Status, StatusView, acp, adk, hints,
 };
@@ -366,15 +366,6 @@ impl ErrorReport {
             code: ErrorCode::AgentError.as_str().to_owned(),
         }
     }
-}
-
-/// A reason fit for a code: capitals, digits and `_`, at most 64 bytes.
-fn is_reason(reason: &str) -> bool {
-    !reason.is_empty()
-        && reason.len() <= 64
-        && reason
-            .bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
 fn error_info_reason(details: Option<&Value>) -> Option<&str> {

@@ -77,10 +77,16 @@ pub(super) fn read_event<'a>(kind: &'a str, event: &'a Object, whole: &'a Value)
                 .or_else(|| object(event, "error"));
             AcpEvent::Failed {
                 message: super::said::agent_said(error.and_then(|e| text(e, "message"))),
-                code: error.and_then(|e| text(e, "code")).map_or_else(
-                    || ErrorCode::AcpRunFailed.as_str().to_owned(),
-                    |c| format!("ACP_{}", c.to_ascii_uppercase()),
-                ),
+                // The agent's code, when it is fit for one (it reaches
+                // clients, logs and metric labels).
+                code: error
+                    .and_then(|e| text(e, "code"))
+                    .map(|c| c.replace('-', "_").to_ascii_uppercase())
+                    .filter(|c| super::said::is_reason(c))
+                    .map_or_else(
+                        || ErrorCode::AcpRunFailed.as_str().to_owned(),
+                        |c| format!("ACP_{c}"),
+                    ),
             }
         }
         "message.created" | "message.completed" => AcpEvent::MessageBoundary,

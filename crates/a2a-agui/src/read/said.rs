@@ -35,6 +35,15 @@ pub(crate) fn agent_said(message: Option<&str>) -> String {
     }
 }
 
+/// A reason fit for a code: capitals, digits and `_`, at most 64 bytes.
+pub(crate) fn is_reason(reason: &str) -> bool {
+    !reason.is_empty()
+        && reason.len() <= 64
+        && reason
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@
 //! trusted_proxies = ["10.0.0.0/8"]            # whose X-Forwarded-* count
 //! keepalive_secs = 15
 //! shutdown_grace_secs = 10
-//! drain_delay_secs = 0                        # keep taking requests after SIGTERM
+//! drain_delay_secs = 0                        # still serve this long after SIGTERM
 //! journal = "memory"                          # "off", or "redis://host/0"
 //! detach_grace_secs = 60                      # a run without client goes on
 //!

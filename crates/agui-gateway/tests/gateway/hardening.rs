@@ -421,6 +421,20 @@ async fn methods_are_case_sensitive_and_the_target_authority_names_the_card() {
         head.contains("cache-control: private, max-age=600"),
         "{head}"
     );
+    // User information in the target is no host either.
+    let (_, _, body) = raw(
+        addr,
+        "GET http://user:pw@gw.example/v1/agents/cors/.well-known/agent-card.json HTTP/1.1\r\nHost: gw.example\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(!body.contains("pw@"), "{body}");
+    // The agents' list is built from the host as the card is.
+    let (_, head, _) = raw(
+        addr,
+        "GET /v1/agents HTTP/1.1\r\nHost: gw.example\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(head.to_ascii_lowercase().contains("vary: host"), "{head}");
     // A Host that is not a host is not used.
     let (_, _, body) = raw(
         addr,

@@ -263,7 +263,10 @@ async fn an_idle_gateway_exits_at_once_and_a_second_interrupt_ends_a_drain() {
         .send()
         .await
         .unwrap();
-    assert_eq!(ready.status(), 503, "draining, and saying so");
+    assert_eq!(ready.status(), 503, "not ready, and saying so");
+    // Requests still reach it while balancers drop the pod.
+    let agents = http_get(format!("{}/v1/agents", gw.url())).await;
+    assert_eq!(agents.status(), 200, "served during the drain delay");
     let (took, _) = exit_within(&mut gw, std::time::Duration::from_secs(5));
     assert!(took > std::time::Duration::from_millis(500), "{took:?}");
     assert!(took < std::time::Duration::from_secs(2), "{took:?}");
@@ -291,4 +294,33 @@ async fn an_idle_gateway_exits_at_once_and_a_second_interrupt_ends_a_drain() {
     let (took, code) = exit_within(&mut gw, std::time::Duration::from_secs(5));
     assert!(took < std::time::Duration::from_secs(1), "{took:?}");
     assert_eq!(code, Some(130));
+}
+
+/// Under the JSON log a gateway that cannot start says so as a log object
+/// (not anyhow's plain `Error: …`), and exits non-zero.
+#[test]
+fn a_failure_to_start_is_a_json_line_too() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let output = std::process::Command::new(gateway_binary())
+        .args(["--upstream", "http://127.0.0.1:9/", "--log-format", "json"])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .env("AGUI_GATEWAY_LOG", "info")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let lines: Vec<Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    let last = lines
+        .last()
+        .unwrap_or_else(|| panic!("nothing logged: {stderr}"));
+    assert_eq!(last["level"], "ERROR", "{last}");
+    assert!(
+        last["error"].as_str().unwrap().contains("cannot listen"),
+        "{last}"
+    );
+    drop(taken);
 }
