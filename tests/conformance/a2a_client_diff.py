@@ -71,6 +71,7 @@ CALL_TIMEOUT = 20.0  # seconds, per check
 AGUI_EXTENSION = 'https://ag-ui.org/protocol/v1'
 # What the gateway carries from AG-UI clients (docs/extension.md).
 AGUI_INPUT_EXTENSION = 'urn:agui-gateway:a2a-extension:agui-input:v1'
+GATEWAY_VARY = {'host', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-prefix'}
 GATEWAY_EXTENSIONS = (AGUI_EXTENSION, AGUI_INPUT_EXTENSION)
 CARD_PATH = '/.well-known/agent-card.json'
 UNKNOWN_TASK_ID = 'no-such-task-a2a-client-diff'
@@ -218,8 +219,13 @@ class Side:
         r = await self.http.get(self.base.rstrip('/') + CARD_PATH, headers=headers)
         raw = r.json()
         self._check_card_urls(raw)
+        # A card the gateway builds from the request's host also varies by the
+        # headers it was built from (README, Security): the agent's own
+        # entries must match, the gateway's are left out.
+        vary = [v.strip() for v in (r.headers.get('vary') or '').split(',')
+                if v.strip() and v.strip().lower() not in GATEWAY_VARY]
         return {'status': r.status_code, 'content-type': r.headers.get('content-type'),
-                'vary': r.headers.get('vary'), 'card': self._strip_agui(raw)}
+                'vary': ', '.join(vary) or None, 'card': self._strip_agui(raw)}
 
     # -------------------------------------------------------------- client --
 
