@@ -75,6 +75,26 @@ pub fn agent_tool_call_id(shown: &str) -> &str {
     }
 }
 
+/// Whether `result_id` names a `TOOL_CALL_RESULT` a tagged source minted
+/// (`tool-result-<tag>-<n>`) for `call_id` in the same run: the call
+/// carries that tag, after an agent's own id (`call-weather~<tag>`) or in
+/// a minted one (`tool-call-<tag>-<n>`). A client sends such a result back
+/// as a tool message; it is the agent's own answer, not the client's.
+pub fn is_result_of_call(result_id: &str, call_id: &str) -> bool {
+    let tag = result_id
+        .strip_prefix(IdKind::ToolResult.label())
+        .and_then(|rest| rest.strip_prefix('-'))
+        .and_then(|rest| rest.rsplit_once('-'))
+        .map(|(tag, _)| tag)
+        .filter(|tag| !tag.is_empty());
+    tag.is_some_and(|tag| {
+        call_id
+            .strip_suffix(tag)
+            .is_some_and(|agent| agent.ends_with(TOOL_CALL_TAG))
+            || call_id.contains(&format!("-{tag}-"))
+    })
+}
+
 /// `{label}-{n}`, or `{label}-{tag}-{n}` when tagged, with one counter
 /// shared by all kinds.
 #[derive(Debug, Clone, Default)]
@@ -131,6 +151,19 @@ impl<T: IdSource + ?Sized> IdSource for Box<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_result_is_known_by_the_tag_its_call_carries() {
+        let mut ids = SequentialIds::tagged("3f0a");
+        let agent_call = ids.tool_call_id("call-weather");
+        let minted_call = ids.next_id(IdKind::ToolCall);
+        let result = ids.next_id(IdKind::ToolResult);
+        assert!(is_result_of_call(&result, &agent_call));
+        assert!(is_result_of_call(&result, &minted_call));
+        assert!(!is_result_of_call(&result, "call-weather~9b1c"));
+        assert!(!is_result_of_call("t1", &agent_call));
+        assert!(!is_result_of_call("tool-result--1", &agent_call));
+    }
 
     #[test]
     fn tagged_tool_call_ids_are_unique_per_run_and_reversible() {

@@ -48,7 +48,7 @@ pub use event::{
     AssistantRole, Event, Id, Interrupt, InterruptReason, Outcome, Patch, PatchOp, ReasoningRole,
     RunResult, SubagentOutcome, TextMetadata, ToolRole,
 };
-pub use ids::{IdKind, IdSource, SequentialIds, agent_tool_call_id};
+pub use ids::{IdKind, IdSource, SequentialIds, agent_tool_call_id, is_result_of_call};
 pub use pipeline::{StreamConverter, convert_recording, looks_like_sse};
 pub use read::{A2aMessage, ErrorReport, FileRef, PartBody, error_report, part_body};
 pub use sse::{DEFAULT_MAX_EVENT_BYTES, SseError, SseEvent, SseParser};

@@ -23,38 +23,7 @@ use http_body::Frame;
 
 use crate::telemetry::{self, Outcome, SharedTrace};
 
-/// What kind of call a request became.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// `POST /agui`: an AG-UI run.
-    Agui,
-    /// An A2A call whose answer was converted (negotiated).
-    Converted,
-    /// An A2A call passed through untouched.
-    Passthrough,
-    /// `/agui/connect`: a run replayed and followed.
-    Connect,
-    /// `/agui/stop`.
-    Stop,
-    /// The agent's card, as the gateway serves it.
-    Card,
-    /// An inspector run: AG-UI with the upstream events tapped in.
-    Inspect,
-}
-
-impl Mode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Agui => "agui",
-            Mode::Converted => "converted",
-            Mode::Passthrough => "passthrough",
-            Mode::Connect => "connect",
-            Mode::Stop => "stop",
-            Mode::Card => "card",
-            Mode::Inspect => "inspect",
-        }
-    }
-}
+pub use crate::metrics::Mode;
 
 /// The request's notes, shared by the handler, the relay and the logged
 /// body. Events are counted without a lock (the relay adds a step's

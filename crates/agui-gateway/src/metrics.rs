@@ -36,6 +36,43 @@ const OTHER_CODE: &str = "other";
 /// The longest error code kept as it is.
 const MAX_CODE_LEN: usize = 64;
 
+/// What kind of call a request became: the access log's `mode` and the
+/// `route` label of `agui_gateway_requests_total`, one vocabulary for both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `POST /agui`: an AG-UI run.
+    Agui,
+    /// An A2A call whose answer was converted (negotiated).
+    Converted,
+    /// An A2A call passed through untouched.
+    Passthrough,
+    /// `/agui/connect`: a run replayed and followed.
+    Connect,
+    /// `/agui/stop`.
+    Stop,
+    /// The agent's card, as the gateway serves it.
+    Card,
+    /// An inspector run: AG-UI with the upstream events tapped in.
+    Inspect,
+    /// `GET /v1/agents`: the agents this caller may use.
+    Agents,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Agui => "agui",
+            Mode::Converted => "converted",
+            Mode::Passthrough => "passthrough",
+            Mode::Connect => "connect",
+            Mode::Stop => "stop",
+            Mode::Card => "card",
+            Mode::Inspect => "inspect",
+            Mode::Agents => "agents",
+        }
+    }
+}
+
 /// An error code as labels, logs and spans may carry it: an agent's code
 /// is its text, so one that is long or holds anything but `A-Z`, `0-9`
 /// and `_` is `other`.
@@ -339,8 +376,10 @@ impl Metrics {
         self.errors.with_label_values(&[agent, code]).inc();
     }
 
-    pub fn count_request(&self, agent: &str, route: &'static str) {
-        self.requests.with_label_values(&[agent, route]).inc();
+    pub fn count_request(&self, agent: &str, mode: Mode) {
+        self.requests
+            .with_label_values(&[agent, mode.as_str()])
+            .inc();
     }
 
     pub fn observe_upstream_latency(&self, agent: &str, elapsed: Duration) {
@@ -389,7 +428,7 @@ mod tests {
             assert_eq!(metrics.active_streams(), 1);
         }
         assert_eq!(metrics.active_streams(), 0);
-        metrics.count_request("weather", "agui");
+        metrics.count_request("weather", Mode::Agui);
         metrics.count_error("weather", "UPSTREAM_TIMEOUT");
         metrics.observe_upstream_latency("weather", Duration::from_secs(400));
         let text = metrics.render(None, &[("weather", true)]);

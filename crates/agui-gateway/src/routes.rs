@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use crate::access::{AccessNote, Mode};
 use crate::error::ApiError;
 use crate::forwarding::{ReturnPolicy, returned_headers};
-use crate::journal::{Caller, Owner, RunBy, RunIdentity};
+use crate::journal::{CallerDigest, Owner, RunBy, RunIdentity};
 use crate::negotiate::{Negotiated, negotiate, output_format, wants_agui};
 use crate::outbound::{self, Forwarded};
 use crate::random::random_u64;
@@ -151,7 +151,7 @@ async fn metrics(State(state): State<SharedState>) -> Response {
 async fn list_agents(State(state): State<SharedState>, request: Request) -> Response {
     state
         .metrics
-        .count_request(crate::metrics::NO_AGENT, "agents");
+        .count_request(crate::metrics::NO_AGENT, Mode::Agents);
     let public = card::public_base(&state.config, request.uri(), request.headers());
     let mut agents = Vec::new();
     for (name, agent) in &state.agents {
@@ -252,7 +252,6 @@ async fn agui_input(
     }
     let call = agui::Call {
         headers: forwarded,
-        scope,
         run_by,
         body,
         access,
@@ -263,7 +262,7 @@ async fn agui_input(
 
 /// Who sent which request: a reconnect must be the same.
 fn run_by(agent: &Agent, scope: &str, parts: &axum::http::request::Parts, body: &[u8]) -> RunBy {
-    let caller = Caller::of(scope, &parts.headers);
+    let caller = CallerDigest::of(scope, &parts.headers);
     let uri = parts.uri.path_and_query().map_or("", |p| p.as_str());
     RunBy {
         owner: Owner::of(agent.name(), &caller, parts.method.as_str(), uri, body),
@@ -291,12 +290,12 @@ async fn run_request(
     state: &SharedState,
     request: Request,
     route: &'static str,
-) -> Result<(Arc<Agent>, axum::http::request::Parts, Caller, Bytes), ApiError> {
+) -> Result<(Arc<Agent>, axum::http::request::Parts, CallerDigest, Bytes), ApiError> {
     let agent = agui_agent(state, &request, route)?;
     let (parts, body) = request.into_parts();
     edge::allowed(state, &parts.extensions, &agent)?;
     let body = read_body(state, body).await?;
-    let caller = Caller::of(&edge::scope(&parts.extensions), &parts.headers);
+    let caller = CallerDigest::of(&edge::scope(&parts.extensions), &parts.headers);
     Ok((agent, parts, caller, body))
 }
 
@@ -378,7 +377,7 @@ async fn proxy(
         .traced(parts.extensions.get());
     let body = read_body(&state, body).await?;
     if parts.method == Method::GET && card::is_card_path(&path) {
-        state.metrics.count_request(agent.name(), "card");
+        state.metrics.count_request(agent.name(), Mode::Card);
         AccessNote::noted(&parts.extensions, agent.name(), Mode::Card);
         return card::serve(
             &state.config,
@@ -400,7 +399,7 @@ async fn proxy(
             return agui_input(state, agent, &parts, forwarded, body, Mode::Agui).await;
         }
         Negotiated::NotConvertible => {
-            state.metrics.count_request(agent.name(), "passthrough");
+            state.metrics.count_request(agent.name(), Mode::Passthrough);
             AccessNote::noted(&parts.extensions, agent.name(), Mode::Passthrough);
             let public = card::public_base(&state.config, &parts.uri, &parts.headers);
             let call = Passthrough {
@@ -418,7 +417,7 @@ async fn proxy(
     if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
         return Ok(resumed);
     }
-    state.metrics.count_request(agent.name(), "negotiated");
+    state.metrics.count_request(agent.name(), Mode::Converted);
     let conversion = Conversion {
         options: Options {
             interrupts: agent.config.interrupts,

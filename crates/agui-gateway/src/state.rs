@@ -11,8 +11,8 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::{AuthSetupError, Authenticator};
 use crate::config::Config;
 use crate::error::ApiError;
-use crate::journal::MemoryJournal;
 use crate::journal::redis::RedisJournal;
+use crate::journal::{MemoryJournal, ThreadRef};
 use crate::metrics::Metrics;
 use crate::ratelimit::RateLimiter;
 use crate::upstream::Agent;
@@ -278,22 +278,11 @@ impl ThreadMemory {
     }
 }
 
-/// A thread as the memory knows it: agent, caller and thread id, digested
-/// (a thread id may be long; two callers never share a thread).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ThreadKey(u64);
-
-impl ThreadKey {
-    pub fn new(agent: &str, caller: &str, thread: &str) -> ThreadKey {
-        ThreadKey(digest(&(agent, caller, thread)))
-    }
-}
-
 /// Every thread's memory, bounded: past `MAX_THREADS` the thread
 /// remembered first is forgotten first.
 #[derive(Default)]
 pub struct Threads {
-    threads: Mutex<(HashMap<ThreadKey, ThreadMemory>, VecDeque<ThreadKey>)>,
+    threads: Mutex<(HashMap<ThreadRef, ThreadMemory>, VecDeque<ThreadRef>)>,
 }
 
 /// Bounds the memory a stream of abandoned threads can take (about 2 KiB
@@ -301,7 +290,7 @@ pub struct Threads {
 const MAX_THREADS: usize = 10_000;
 
 impl Threads {
-    pub fn get(&self, thread: ThreadKey) -> ThreadMemory {
+    pub fn get(&self, thread: ThreadRef) -> ThreadMemory {
         self.threads
             .lock()
             .ok()
@@ -310,12 +299,12 @@ impl Threads {
     }
 
     #[cfg(test)]
-    pub fn restore(&self, thread: ThreadKey, memory: ThreadMemory) {
+    pub fn restore(&self, thread: ThreadRef, memory: ThreadMemory) {
         self.update(thread, |slot| *slot = memory);
     }
 
     /// The agent took the run's input.
-    pub fn sent(&self, thread: ThreadKey, messages: &[String], interrupts: &[String]) {
+    pub fn sent(&self, thread: ThreadRef, messages: &[String], interrupts: &[String]) {
         if !messages.is_empty() || !interrupts.is_empty() {
             self.update(thread, |memory| memory.remember_sent(messages, interrupts));
         }
@@ -323,7 +312,7 @@ impl Threads {
 
     /// The run ended with `task` waiting for the client (or not), on these
     /// calls of the client's tools.
-    pub fn ended(&self, thread: ThreadKey, task: Option<&str>, pending_calls: &[String]) {
+    pub fn ended(&self, thread: ThreadRef, task: Option<&str>, pending_calls: &[String]) {
         self.update(thread, |memory| {
             memory.waiting_task = task
                 .filter(|t| t.len() <= MAX_TASK_ID_BYTES)
@@ -336,7 +325,7 @@ impl Threads {
         });
     }
 
-    fn update(&self, thread: ThreadKey, change: impl FnOnce(&mut ThreadMemory)) {
+    fn update(&self, thread: ThreadRef, change: impl FnOnce(&mut ThreadMemory)) {
         let Ok(mut guard) = self.threads.lock() else {
             return;
         };

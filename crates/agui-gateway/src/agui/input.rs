@@ -458,15 +458,7 @@ fn shown_by_gateway(message: &Value, memory: &ThreadMemory) -> bool {
     let (Some(id), Some(call)) = (message["id"].as_str(), message["toolCallId"].as_str()) else {
         return false;
     };
-    if memory.is_pending_call(call) {
-        return false;
-    }
-    let tag = id
-        .strip_prefix("tool-result-")
-        .and_then(|rest| rest.rsplit_once('-'))
-        .map(|(tag, _)| tag)
-        .filter(|tag| !tag.is_empty());
-    tag.is_some_and(|tag| call.ends_with(&format!("~{tag}")) || call.contains(&format!("-{tag}-")))
+    !memory.is_pending_call(call) && a2a_agui::is_result_of_call(id, call)
 }
 
 /// The task the agent's last message said waits for input (the 1.0
@@ -780,7 +772,8 @@ mod tests {
     /// The memory after a run that ended on these client calls.
     fn memory_after(memory: ThreadMemory, task: Option<&str>, calls: &[String]) -> ThreadMemory {
         let threads = crate::state::Threads::default();
-        let key = crate::state::ThreadKey::new("a", "c", "th");
+        let caller = crate::journal::CallerDigest::of("c", &axum::http::HeaderMap::new());
+        let key = crate::journal::ThreadRef::new("a", &caller, "th");
         threads.restore(key, memory);
         threads.ended(key, task, calls);
         threads.get(key)

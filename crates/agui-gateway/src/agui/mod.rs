@@ -28,13 +28,13 @@ use axum::body::Bytes;
 use axum::response::Response;
 
 use self::input::{RunRequest, Upstream};
-use crate::access::AccessNote;
+use crate::access::{AccessNote, Mode};
 use crate::error::ApiError;
 use crate::journal::{RunBy, RunIdentity, ThreadRef};
 use crate::outbound::{self, Forwarded};
 use crate::random::random_u64;
 use crate::relay::{self, Conversion};
-use crate::state::{SharedState, ThreadKey};
+use crate::state::SharedState;
 use crate::upstream::Agent;
 
 /// Reads a `RunAgentInput` as a first run of its thread would see it: the
@@ -47,8 +47,6 @@ pub fn read_run_input(body: &[u8]) -> Result<RunRequest, ApiError> {
 pub struct Call {
     /// The client's headers as the agent's policy forwards them.
     pub headers: Forwarded,
-    /// The caller (`edge::scope`).
-    pub scope: String,
     pub run_by: RunBy,
     pub body: Bytes,
     pub access: Option<AccessNote>,
@@ -60,26 +58,24 @@ pub struct Call {
 pub async fn run(state: SharedState, agent: Arc<Agent>, call: Call) -> Result<Response, ApiError> {
     let Call {
         headers,
-        scope,
         run_by,
         body,
         access,
         tap,
     } = call;
-    state.metrics.count_request(agent.name(), "agui");
+    let mode = if tap { Mode::Inspect } else { Mode::Agui };
+    state.metrics.count_request(agent.name(), mode);
     let input = input::parse(&body)?;
-    // The memory is per agent and per caller: a thread id known to
-    // another caller must not hand it this caller's task.
-    let thread = ThreadKey::new(agent.name(), &scope, &input.thread_id);
+    // One identity for the thread's memory and its runs in the journal
+    // (`connect`): per agent and per caller (with authentication off, the
+    // credentials it sent), so a thread id known to another caller never
+    // hands it this caller's task.
+    let thread = ThreadRef::new(agent.name(), &run_by.caller, &input.thread_id);
     let (thread_id, run_id, version) =
         (input.thread_id.clone(), input.run_id.clone(), input.version);
-    // `connect` finds the thread's runs by the same agent and caller.
     let identity = RunIdentity {
         owner: run_by.owner,
-        thread: Some((
-            ThreadRef::new(agent.name(), &run_by.caller, &thread_id),
-            run_id.clone(),
-        )),
+        thread: Some((thread, run_id.clone())),
     };
     let shared_state = input.shared_state();
     let plan = input.plan(&state.threads.get(thread))?;

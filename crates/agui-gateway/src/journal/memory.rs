@@ -413,12 +413,12 @@ impl RunLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::{Caller, Owner};
+    use crate::journal::{CallerDigest, Owner};
 
     const KEY: &str = "0123456789abcdef";
 
-    fn anyone() -> Caller {
-        Caller::of("", &Default::default())
+    fn anyone() -> CallerDigest {
+        CallerDigest::of("", &Default::default())
     }
 
     fn identity(thread: Option<(&str, &str)>) -> RunIdentity {
@@ -552,7 +552,7 @@ mod tests {
         assert!(
             journal
                 .thread_run(
-                    &ThreadRef::new("a", &Caller::of("key:b", &Default::default()), "t1"),
+                    &ThreadRef::new("a", &CallerDigest::of("key:b", &Default::default()), "t1"),
                     None
                 )
                 .is_none()

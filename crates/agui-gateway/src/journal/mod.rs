@@ -215,10 +215,10 @@ const CREDENTIAL_HEADERS: [&str; 5] = [
 /// A run is continued, and a thread's runs are found, only by the same
 /// caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Caller([u8; 32]);
+pub struct CallerDigest([u8; 32]);
 
-impl Caller {
-    pub fn of(scope: &str, headers: &HeaderMap) -> Caller {
+impl CallerDigest {
+    pub fn of(scope: &str, headers: &HeaderMap) -> CallerDigest {
         let mut fields: Vec<&[u8]> = vec![scope.as_bytes()];
         if scope.is_empty() {
             for name in CREDENTIAL_HEADERS {
@@ -228,7 +228,7 @@ impl Caller {
                 }
             }
         }
-        Caller(digest(&fields))
+        CallerDigest(digest(&fields))
     }
 }
 
@@ -245,7 +245,7 @@ impl Owner {
         from_hex(text).map(Owner)
     }
 
-    pub fn of(agent: &str, caller: &Caller, method: &str, uri: &str, body: &[u8]) -> Owner {
+    pub fn of(agent: &str, caller: &CallerDigest, method: &str, uri: &str, body: &[u8]) -> Owner {
         Owner(digest(&[
             agent.as_bytes(),
             &caller.0,
@@ -265,7 +265,7 @@ impl ThreadRef {
         hex(&self.0)
     }
 
-    pub fn new(agent: &str, caller: &Caller, thread_id: &str) -> ThreadRef {
+    pub fn new(agent: &str, caller: &CallerDigest, thread_id: &str) -> ThreadRef {
         ThreadRef(digest(&[agent.as_bytes(), &caller.0, thread_id.as_bytes()]))
     }
 }
@@ -274,7 +274,7 @@ impl ThreadRef {
 /// run it starts would have.
 #[derive(Debug, Clone, Copy)]
 pub struct RunBy {
-    pub caller: Caller,
+    pub caller: CallerDigest,
     pub owner: Owner,
 }
 
@@ -379,7 +379,13 @@ mod tests {
 
     #[test]
     fn digests_and_input_ops_round_trip() {
-        let owner = Owner::of("a", &Caller::of("", &HeaderMap::new()), "POST", "/", b"");
+        let owner = Owner::of(
+            "a",
+            &CallerDigest::of("", &HeaderMap::new()),
+            "POST",
+            "/",
+            b"",
+        );
         assert_eq!(Owner::from_hex(&owner.to_hex()), Some(owner));
         assert_eq!(Owner::from_hex("zz"), None);
         let mut recorded = Vec::new();
@@ -403,12 +409,12 @@ mod tests {
     #[test]
     fn owners_differ_by_every_field() {
         let none = HeaderMap::new();
-        let anyone = Caller::of("", &none);
+        let anyone = CallerDigest::of("", &none);
         let base = Owner::of("a", &anyone, "POST", "/agui", b"{}");
         assert_ne!(base, Owner::of("b", &anyone, "POST", "/agui", b"{}"));
         assert_ne!(
             base,
-            Owner::of("a", &Caller::of("k", &none), "POST", "/agui", b"{}")
+            Owner::of("a", &CallerDigest::of("k", &none), "POST", "/agui", b"{}")
         );
         assert_ne!(base, Owner::of("a", &anyone, "PUT", "/agui", b"{}"));
         assert_ne!(base, Owner::of("a", &anyone, "POST", "/x", b"{}"));
@@ -420,7 +426,7 @@ mod tests {
         );
         let mut bearer = HeaderMap::new();
         bearer.insert("authorization", "Bearer x".parse().unwrap());
-        let alice = Caller::of("", &bearer);
+        let alice = CallerDigest::of("", &bearer);
         assert_ne!(anyone, alice);
         assert_ne!(base, Owner::of("a", &alice, "POST", "/agui", b"{}"));
         assert_ne!(
@@ -428,13 +434,13 @@ mod tests {
             ThreadRef::new("a", &alice, "t")
         );
         // With an authenticated caller, the caller is the identity.
-        assert_eq!(Caller::of("k", &none), Caller::of("k", &bearer));
+        assert_eq!(CallerDigest::of("k", &none), CallerDigest::of("k", &bearer));
         // Without one, any credential the agent may judge tells callers apart.
         let mut keyed = HeaderMap::new();
         keyed.insert("x-api-key", "k1".parse().unwrap());
-        assert_ne!(Caller::of("", &keyed), anyone);
+        assert_ne!(CallerDigest::of("", &keyed), anyone);
         let mut cookie = HeaderMap::new();
         cookie.insert("cookie", "s=1".parse().unwrap());
-        assert_ne!(Caller::of("", &cookie), Caller::of("", &keyed));
+        assert_ne!(CallerDigest::of("", &cookie), CallerDigest::of("", &keyed));
     }
 }

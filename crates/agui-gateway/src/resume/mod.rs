@@ -15,9 +15,10 @@ use serde_json::Value;
 
 use std::sync::Arc;
 
+use crate::access::Mode;
 use crate::error::ApiError;
 use crate::journal::redis::{RedisJournal, RemoteRun};
-use crate::journal::{self, Caller, EventId, Owner, ResumeError, RunLog, ThreadRef};
+use crate::journal::{self, CallerDigest, EventId, Owner, ResumeError, RunLog, ThreadRef};
 use crate::outbound::Forwarded;
 use crate::relay;
 use crate::state::{AppState, SharedState};
@@ -104,11 +105,11 @@ async fn follow(state: &SharedState, found: Found, after: u64) -> Result<Respons
 pub async fn connect(
     state: &SharedState,
     agent: &Agent,
-    caller: &Caller,
+    caller: &CallerDigest,
     headers: &HeaderMap,
     body: &Bytes,
 ) -> Result<Response, ApiError> {
-    state.metrics.count_request(agent.name(), "connect");
+    state.metrics.count_request(agent.name(), Mode::Connect);
     let Some(found) = named_run(state, agent, caller, body).await? else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
@@ -134,11 +135,11 @@ pub async fn connect(
 pub async fn stop(
     state: &SharedState,
     agent: &Agent,
-    caller: &Caller,
+    caller: &CallerDigest,
     forwarded: &Forwarded,
     body: &Bytes,
 ) -> Result<Response, ApiError> {
-    state.metrics.count_request(agent.name(), "stop");
+    state.metrics.count_request(agent.name(), Mode::Stop);
     let (task, ended) = match named_run(state, agent, caller, body).await? {
         None => return Ok(StatusCode::NO_CONTENT.into_response()),
         Some(Found::Here(log)) => (log.task(), log.is_finished()),
@@ -164,7 +165,7 @@ pub async fn stop(
 async fn named_run(
     state: &AppState,
     agent: &Agent,
-    caller: &Caller,
+    caller: &CallerDigest,
     body: &[u8],
 ) -> Result<Option<Found>, ApiError> {
     let (thread_id, run_id) = read_connect(body)?;

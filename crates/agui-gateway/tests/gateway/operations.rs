@@ -39,7 +39,7 @@ async fn health_readiness_metrics_and_config_checks() {
         "agui_gateway_active_streams{agent=\"default\"} 0",
         "agui_gateway_events_total{agent=\"default\",type=\"RUN_STARTED\"}",
         "agui_gateway_errors_total{agent=\"default\",kind=\"UPSTREAM_HTTP_ERROR\"} 1",
-        "agui_gateway_requests_total{agent=\"default\",route=\"negotiated\"}",
+        "agui_gateway_requests_total{agent=\"default\",route=\"converted\"}",
         "agui_gateway_upstream_latency_seconds_count{agent=\"default\"}",
         "agui_gateway_upstream_latency_seconds_bucket{agent=\"default\",le=\"600\"}",
         "agui_gateway_stream_duration_seconds_bucket{agent=\"default\",le=\"600\"}",

@@ -215,7 +215,7 @@ async fn a_run_taken_over_after_its_task_ended_delivers_the_rest_once() {
 #[tokio::test]
 async fn only_the_lease_holder_appends_and_only_in_order() {
     use agui_gateway::journal::redis::{Appended, Chunk, RedisJournal, RunSpec};
-    use agui_gateway::journal::{Caller, JournalLimits, Owner, RunIdentity};
+    use agui_gateway::journal::{CallerDigest, JournalLimits, Owner, RunIdentity};
     /// Frames `first..=last` (their bytes do not matter here), with the
     /// given input, terminal flag and task.
     async fn put(
@@ -245,7 +245,7 @@ async fn only_the_lease_holder_appends_and_only_in_order() {
     let b = RedisJournal::connect(&url, "gw-b".to_owned(), &limits)
         .await
         .unwrap();
-    let caller = Caller::of("", &Default::default());
+    let caller = CallerDigest::of("", &Default::default());
     let identity = RunIdentity {
         owner: Owner::of("agent", &caller, "POST", "/agui", b"{}"),
         thread: None,
