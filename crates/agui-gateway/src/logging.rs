@@ -13,7 +13,7 @@ use tracing_subscriber::field::MakeExt;
 use tracing_subscriber::fmt::format::{Writer, debug_fn};
 
 /// How log lines are written (`--log-format`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
     Text,
     Json,

@@ -52,9 +52,33 @@ pub enum StartError {
         header: String,
         variable: String,
     },
+    /// The shared journal could not be reached; the URL without its password.
+    #[error("journal {url}: {message}")]
+    Journal { url: String, message: String },
 }
 
 impl AppState {
+    /// The state a serving gateway runs on: `new`, then the connection to
+    /// the shared journal when the configuration names one.
+    pub async fn build(config: Config, shutdown: Shutdown) -> Result<AppState, StartError> {
+        let mut state = AppState::new(config, shutdown)?;
+        if let crate::config::Backend::Redis(url) = &state.config.journal.backend {
+            let journal = RedisJournal::connect(
+                url,
+                state.config.gateway_id.clone(),
+                &state.config.journal.limits,
+            )
+            .await
+            .map_err(|err| StartError::Journal {
+                url: redacted(url),
+                message: err.to_string(),
+            })?;
+            state.shared = Some(Arc::new(journal));
+        }
+        Ok(state)
+    }
+
+    /// The state without the shared journal (tests, tools).
     pub fn new(config: Config, shutdown: Shutdown) -> Result<AppState, StartError> {
         let mut agents = BTreeMap::new();
         for agent in &config.agents {
@@ -150,6 +174,15 @@ impl AppState {
                 )
             })
     }
+}
+
+/// A URL without its password, for messages.
+fn redacted(url: &url::Url) -> String {
+    let mut url = url.clone();
+    if url.password().is_some() {
+        let _ = url.set_password(Some("***"));
+    }
+    url.to_string()
 }
 
 /// Shutdown signals shared by every stream: `unready` when SIGTERM came

@@ -59,8 +59,8 @@ pub fn parse(path: &str, text: &str, env: &Environment) -> Result<Config, Config
                 None => Ok(None),
             }
         };
-    let listen =
-        address(&file.listen, "listen")?.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080)));
+    let top = Config::default();
+    let listen = address(&file.listen, "listen")?.unwrap_or(top.listen);
     let admin_listen = address(&file.admin_listen, "admin_listen")?;
     let public_url = match &file.public_url {
         Some(url) => {
@@ -241,11 +241,14 @@ pub fn parse(path: &str, text: &str, env: &Environment) -> Result<Config, Config
         agents,
         gateway_id,
         trusted_proxies,
-        keepalive: Duration::from_secs(
-            at_least_one(&file.keepalive_secs, "keepalive_secs", &at)?.unwrap_or(15),
-        ),
-        shutdown_grace: Duration::from_secs(file.shutdown_grace_secs.unwrap_or(10)),
-        drain_delay: Duration::from_secs(file.drain_delay_secs.unwrap_or(0)),
+        keepalive: at_least_one(&file.keepalive_secs, "keepalive_secs", &at)?
+            .map_or(top.keepalive, Duration::from_secs),
+        shutdown_grace: file
+            .shutdown_grace_secs
+            .map_or(top.shutdown_grace, Duration::from_secs),
+        drain_delay: file
+            .drain_delay_secs
+            .map_or(top.drain_delay, Duration::from_secs),
         limits,
         journal,
         cors,
@@ -555,19 +558,13 @@ fn auth_config(
                     ));
                 }
             };
-            let algorithms = match &jwt.algorithms {
-                Some(list) => list.clone(),
-                None => match key {
-                    JwtKey::SecretEnv(_) => vec!["HS256".to_owned()],
-                    _ => ["RS256", "ES256", "EdDSA"].map(str::to_owned).to_vec(),
-                },
-            };
+            let defaults = JwtConfig::for_key(key);
             Some(JwtConfig {
-                key,
                 issuer: jwt.issuer.clone(),
                 audience: jwt.audience.clone(),
-                leeway: Duration::from_secs(jwt.leeway_secs.unwrap_or(30)),
-                algorithms,
+                leeway: jwt.leeway_secs.map_or(defaults.leeway, Duration::from_secs),
+                algorithms: jwt.algorithms.clone().unwrap_or(defaults.algorithms),
+                key: defaults.key,
             })
         }
     };

@@ -65,6 +65,7 @@
 mod cors;
 pub mod env;
 mod file;
+pub mod flags;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -245,6 +246,24 @@ pub struct JwtConfig {
     pub algorithms: Vec<String>,
 }
 
+impl JwtConfig {
+    /// A JWT check with `key` and the defaults: 30 s of clock skew, HS256
+    /// for a shared secret, RS256 / ES256 / EdDSA for public keys.
+    pub fn for_key(key: JwtKey) -> JwtConfig {
+        let algorithms = match key {
+            JwtKey::SecretEnv(_) => vec!["HS256".to_owned()],
+            _ => ["RS256", "ES256", "EdDSA"].map(str::to_owned).to_vec(),
+        };
+        JwtConfig {
+            key,
+            issuer: None,
+            audience: None,
+            leeway: Duration::from_secs(30),
+            algorithms,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub enum JwtKey {
     /// Keys from a JWKS document, refetched for an unknown `kid`.
@@ -289,14 +308,16 @@ pub struct Config {
     pub otlp_endpoint: Option<Url>,
 }
 
-impl Config {
-    pub fn single(listen: SocketAddr, agent: AgentConfig) -> Config {
+/// The one source of the top level's defaults: the file, the flags and
+/// the environment start from it.
+impl Default for Config {
+    fn default() -> Config {
         Config {
-            listen,
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             admin_listen: None,
             public_url: None,
-            default_agent: Some(agent.name.clone()),
-            agents: vec![agent],
+            default_agent: None,
+            agents: Vec::new(),
             gateway_id: random_gateway_id(),
             trusted_proxies: TrustedProxies::loopback(),
             keepalive: Duration::from_secs(15),
@@ -309,6 +330,18 @@ impl Config {
             rate_limit: None,
             inspector: false,
             otlp_endpoint: None,
+        }
+    }
+}
+
+impl Config {
+    /// One agent, the default one, on `listen`.
+    pub fn single(listen: SocketAddr, agent: AgentConfig) -> Config {
+        Config {
+            listen,
+            default_agent: Some(agent.name.clone()),
+            agents: vec![agent],
+            ..Config::default()
         }
     }
 

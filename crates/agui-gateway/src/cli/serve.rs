@@ -1,0 +1,214 @@
+//! Serving: the state, the listeners, the banner, and the drain on
+//! SIGTERM or Ctrl-C.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agui_gateway::config::Config;
+use agui_gateway::logging::{LogFormat as Log, announce};
+use agui_gateway::server::ConnectionLimits;
+use agui_gateway::state::{AppState, Shutdown};
+use agui_gateway::{routes, server};
+use anyhow::Context;
+
+/// Serves until SIGTERM or Ctrl-C: then stops accepting, lets open streams
+/// run for the grace period, ends the rest with RUN_ERROR and exits.
+pub async fn serve(config: Config, banner: Option<String>, log: Log) -> anyhow::Result<()> {
+    let shutdown = Shutdown::default();
+    let timing = Drain {
+        grace: config.shutdown_grace,
+        delay: config.drain_delay,
+    };
+    let listen = config.listen;
+    let admin_listen = config.admin_listen;
+    let limits = ConnectionLimits {
+        max_connections: config.limits.max_connections,
+        header_read_timeout: config.limits.header_read_timeout,
+        write_timeout: config.limits.write_timeout,
+    };
+    warn_if_files_run_short(limits.max_connections);
+    let tracing_provider = match &config.otlp_endpoint {
+        Some(url) => Some(agui_gateway::telemetry::init(url)?),
+        None => None,
+    };
+    let state = Arc::new(AppState::build(config, shutdown.clone()).await?);
+    for agent in state.agents.values() {
+        agent.spawn_card_refresh(shutdown.stop.clone());
+    }
+    if state.auth.is_some() {
+        // In the background: an identity provider that is slow to answer
+        // must not hold the listener closed.
+        let state = state.clone();
+        tokio::spawn(async move {
+            if let Some(auth) = &state.auth {
+                auth.warm_up().await;
+            }
+        });
+    }
+    if let Some(limiter) = &state.rate_limit {
+        limiter.spawn_cleanup(shutdown.stop.clone());
+    }
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("gateway cannot listen on {listen}"))?;
+    let local = listener
+        .local_addr()
+        .context("gateway has no local address")?;
+    let admin = match admin_listen {
+        Some(address) => Some(
+            tokio::net::TcpListener::bind(address)
+                .await
+                .with_context(|| format!("gateway cannot listen on {address} (admin)"))?,
+        ),
+        None => None,
+    };
+    // Tests and scripts wait for this line ("listening on http://…").
+    announce(log, &format!("agui-gateway listening on http://{local}"));
+    if let Some(admin) = &admin
+        && let Ok(address) = admin.local_addr()
+    {
+        announce(
+            log,
+            &format!("agui-gateway admin (health, readiness, metrics) on http://{address}"),
+        );
+    }
+    if let Some(banner) = banner {
+        announce(log, &banner);
+    }
+    let _ = std::io::stdout().flush();
+    let idle = {
+        let state = state.clone();
+        move || state.is_idle()
+    };
+    tokio::spawn(watch_signals(shutdown.clone(), timing, idle));
+    if let Some(admin) = admin {
+        // Probes must answer while the main listener is full: a cap of its own.
+        let admin_limits = ConnectionLimits {
+            max_connections: 256,
+            ..limits
+        };
+        let app = routes::admin_router(state.clone());
+        let metrics = state.metrics.clone();
+        let stop = shutdown.stop.clone();
+        tokio::spawn(server::serve(admin, app, admin_limits, metrics, stop));
+    }
+    let app = routes::router(state.clone());
+    // The listener stays open through the drain: load balancers see
+    // `/readyz` turn 503 and new requests a 503 GATEWAY_DRAINING (with
+    // `Connection: close`) while open streams finish; it closes at `stop`.
+    let server = server::serve(
+        listener,
+        app,
+        limits,
+        state.metrics.clone(),
+        shutdown.stop.clone(),
+    );
+    let stop = shutdown.stop.clone();
+    tokio::select! {
+        () = server => {}
+        // Streams end at `stop`; give their last frames a moment, then go.
+        _ = async { stop.cancelled().await; tokio::time::sleep(Duration::from_secs(5)).await } => {
+            tracing::warn!("connections still open after the grace period; exiting");
+        }
+    }
+    if let Some(provider) = tracing_provider {
+        // The last spans: flushed off the runtime's threads, bounded.
+        let flush = tokio::task::spawn_blocking(move || provider.shutdown());
+        let _ = tokio::time::timeout(Duration::from_secs(5), flush).await;
+    }
+    tracing::info!("gateway stopped");
+    Ok(())
+}
+
+/// Each connection may need an upstream socket too: a cap the open-file
+/// limit cannot honour fails as accept errors instead of clean 503s.
+fn warn_if_files_run_short(max_connections: usize) {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let soft = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|v| v.parse::<usize>().ok());
+    if let Some(soft) = soft
+        && 2 * max_connections + 256 > soft
+    {
+        tracing::warn!(
+            open_file_limit = soft,
+            max_connections,
+            "max_connections is high for the open-file limit: raise the limit (ulimit -n) or lower max_connections below half of it"
+        );
+    }
+}
+
+/// How a SIGTERM or Ctrl-C ends the gateway.
+#[derive(Debug, Clone, Copy)]
+struct Drain {
+    /// Open streams may run on this long (`shutdown_grace_secs`).
+    grace: Duration,
+    /// Requests are still served (while `/readyz` says 503) this long
+    /// (`drain_delay_secs`).
+    delay: Duration,
+}
+
+/// On the first signal: unready at once (`/readyz` 503, requests still
+/// served), draining after `delay` (no new requests), then stop as soon as
+/// nothing is in flight or when `grace` is over, whichever comes first. A
+/// second Ctrl-C exits at once.
+async fn watch_signals(shutdown: Shutdown, drain: Drain, idle: impl Fn() -> bool) {
+    wait_for_signal().await;
+    let signalled = tokio::time::Instant::now();
+    tracing::info!(
+        grace_secs = drain.grace.as_secs(),
+        drain_delay_secs = drain.delay.as_secs(),
+        "shutting down: no new requests, open streams may finish"
+    );
+    shutdown.unready.cancel();
+    tokio::spawn(async {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            tracing::warn!("interrupted again: exiting now");
+            std::process::exit(130);
+        }
+    });
+    tokio::time::sleep(drain.delay).await;
+    shutdown.draining.cancel();
+    let deadline = signalled + drain.grace.max(drain.delay);
+    // Checked every 50 ms: a stream's end needs no signal of its own, and
+    // a drain is not a hot path.
+    loop {
+        if idle() {
+            tracing::info!("no stream open: stopping");
+            break;
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            tracing::info!("grace period over: ending open streams");
+            break;
+        }
+        tokio::time::sleep((deadline - now).min(Duration::from_millis(50))).await;
+    }
+    shutdown.stop.cancel();
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    {
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut term) => {
+                    term.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term => {}
+        }
+    }
+    #[cfg(not(unix))]
+    ctrl_c.await;
+}
