@@ -6,7 +6,7 @@
 
 use agui_gateway::agui::input::Upstream;
 use agui_gateway::agui::read_run_input;
-use agui_gateway::negotiate::{Negotiated, negotiate};
+use agui_gateway::http::negotiate::{Negotiated, negotiate};
 use axum::http::Method;
 use libfuzzer_sys::fuzz_target;
 

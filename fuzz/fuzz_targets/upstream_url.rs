@@ -2,7 +2,7 @@
 //! is on the configured origin and below the configured base.
 #![no_main]
 
-use agui_gateway::target::{base_path, upstream_url};
+use agui_gateway::upstream::target::{base_path, upstream_url};
 use libfuzzer_sys::fuzz_target;
 use url::Url;
 

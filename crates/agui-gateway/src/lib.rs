@@ -3,31 +3,14 @@
 //! HTTP surface are the product.
 #![forbid(unsafe_code)]
 
-pub mod access;
 pub mod agui;
-pub mod auth;
-pub mod card;
 pub mod config;
-pub mod cors;
-pub mod demo;
 pub mod edge;
-pub mod error;
-pub mod forwarding;
-pub mod inspect;
+pub mod http;
 pub mod journal;
-pub mod lean;
-pub mod logging;
-pub mod metrics;
-pub mod negotiate;
-pub mod outbound;
+pub mod obs;
 pub mod random;
-pub mod ratelimit;
 pub mod relay;
 pub mod resume;
-pub mod routes;
-pub mod server;
 pub mod state;
-pub mod target;
-pub mod telemetry;
-pub mod throttle;
 pub mod upstream;

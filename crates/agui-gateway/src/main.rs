@@ -8,13 +8,14 @@ use std::path::PathBuf;
 
 use agui_gateway::config::Config;
 use agui_gateway::config::flags::{CorsArgs, LogArgs, ServeArgs};
-use agui_gateway::logging::LogFormat as Log;
+use agui_gateway::obs::logging::LogFormat as Log;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 mod cli {
     pub mod convert;
     pub mod demo;
+    pub mod demo_agent;
     pub mod serve;
 }
 
@@ -116,7 +117,7 @@ fn main() -> anyhow::Result<()> {
 /// and the panic message would be the only plain lines); the exit status
 /// stays non-zero.
 fn logged(log: Log, run: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
-    agui_gateway::logging::init(log);
+    agui_gateway::obs::logging::init(log);
     if log == Log::Text {
         return run();
     }

@@ -8,13 +8,13 @@ use a2a_agui::ErrorCode;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{AuthSetupError, Authenticator};
 use crate::config::Config;
-use crate::error::ApiError;
+use crate::edge::auth::{AuthSetupError, Authenticator};
+use crate::edge::error::ApiError;
+use crate::edge::ratelimit::RateLimiter;
 use crate::journal::redis::RedisJournal;
 use crate::journal::{MemoryJournal, ThreadRef};
-use crate::metrics::Metrics;
-use crate::ratelimit::RateLimiter;
+use crate::obs::metrics::Metrics;
 use crate::upstream::Agent;
 
 pub struct AppState {

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use super::extension::{self, Carried};
 use super::parts;
-use crate::error::ApiError;
+use crate::edge::error::ApiError;
 use crate::state::ThreadMemory;
 use crate::upstream::{OutgoingMessage, OutgoingPart};
 

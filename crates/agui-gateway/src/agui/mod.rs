@@ -28,14 +28,14 @@ use axum::body::Bytes;
 use axum::response::Response;
 
 use self::input::{RunRequest, Upstream};
-use crate::access::{AccessNote, Mode};
-use crate::error::ApiError;
+use crate::edge::error::ApiError;
 use crate::journal::{RunBy, RunIdentity, ThreadRef};
-use crate::outbound::{self, Forwarded};
+use crate::obs::access::{AccessNote, Mode};
 use crate::random::random_u64;
 use crate::relay::{self, Conversion};
 use crate::state::SharedState;
 use crate::upstream::Agent;
+use crate::upstream::outbound::{self, Forwarded};
 
 /// Reads a `RunAgentInput` as a first run of its thread would see it: the
 /// checks every body goes through (for the fuzz target and tests).

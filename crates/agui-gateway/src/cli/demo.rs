@@ -3,10 +3,10 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::cli::demo_agent;
 use agui_gateway::config::flags::CorsArgs;
 use agui_gateway::config::{AgentConfig, Config, CorsConfig, OriginRule};
-use agui_gateway::demo;
-use agui_gateway::logging::LogFormat as Log;
+use agui_gateway::obs::logging::LogFormat as Log;
 use anyhow::Context;
 use url::Url;
 
@@ -30,7 +30,7 @@ pub async fn demo(
         ..CorsConfig::default()
     };
     cors.apply(&mut config_cors)?;
-    let agent_addr = demo::start_agent(Duration::from_millis(delay_ms))
+    let agent_addr = demo_agent::start_agent(Duration::from_millis(delay_ms))
         .await
         .context("the demo agent could not start")?;
     let upstream = Url::parse(&format!("http://{agent_addr}/")).context("demo agent address")?;

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agui_gateway::config::Config;
-use agui_gateway::logging::{LogFormat as Log, announce};
-use agui_gateway::server::ConnectionLimits;
+use agui_gateway::edge::listener;
+use agui_gateway::edge::listener::ConnectionLimits;
+use agui_gateway::http::router;
+use agui_gateway::obs::logging::{LogFormat as Log, announce};
 use agui_gateway::state::{AppState, Shutdown};
-use agui_gateway::{routes, server};
 use anyhow::Context;
 
 /// Serves until SIGTERM or Ctrl-C: then stops accepting, lets open streams
@@ -29,7 +30,7 @@ pub async fn serve(config: Config, banner: Option<String>, log: Log) -> anyhow::
     };
     warn_if_files_run_short(limits.max_connections);
     let tracing_provider = match &config.otlp_endpoint {
-        Some(url) => Some(agui_gateway::telemetry::init(url)?),
+        Some(url) => Some(agui_gateway::obs::telemetry::init(url)?),
         None => None,
     };
     let state = Arc::new(AppState::build(config, shutdown.clone()).await?);
@@ -88,16 +89,16 @@ pub async fn serve(config: Config, banner: Option<String>, log: Log) -> anyhow::
             max_connections: 256,
             ..limits
         };
-        let app = routes::admin_router(state.clone());
+        let app = router::admin_router(state.clone());
         let metrics = state.metrics.clone();
         let stop = shutdown.stop.clone();
-        tokio::spawn(server::serve(admin, app, admin_limits, metrics, stop));
+        tokio::spawn(listener::serve(admin, app, admin_limits, metrics, stop));
     }
-    let app = routes::router(state.clone());
+    let app = router::router(state.clone());
     // The listener stays open through the drain: load balancers see
     // `/readyz` turn 503 and new requests a 503 GATEWAY_DRAINING (with
     // `Connection: close`) while open streams finish; it closes at `stop`.
-    let server = server::serve(
+    let server = listener::serve(
         listener,
         app,
         limits,

@@ -1,5 +1,5 @@
 //! Which browser origins may call the gateway (`[cors]`, `--cors-origin`),
-//! checked once when the configuration is read; `crate::cors` makes the
+//! checked once when the configuration is read; `crate::edge::cors` makes the
 //! layer from it.
 
 use std::time::Duration;

@@ -2,7 +2,6 @@
 //! strictly where a mistake would open the edge (unknown keys, header
 //! names, origins, allow entries are all errors with their line).
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::time::Duration;
@@ -15,11 +14,12 @@ use toml::de::DeTable;
 use url::Url;
 
 use super::env::Environment;
+use super::forwarding::{ForwardPolicy, TrustedProxies};
+use super::schema::{Cors, FileAgent, FileAuth, FileConfig, FileLimits};
 use super::{
     A2aVersion, AgentConfig, Allow, AuthConfig, Backend, Config, ConfigError, CorsConfig,
     JournalConfig, JwtConfig, JwtKey, Limits, OriginRule, RateLimit, random_gateway_id,
 };
-use crate::forwarding::{ForwardPolicy, TrustedProxies};
 
 /// `text` (the file's, possibly empty) with what `env` sets and
 /// references (`env.rs`), checked.
@@ -161,13 +161,64 @@ pub fn parse(path: &str, text: &str, env: &Environment) -> Result<Config, Config
         Some(id) => id.get_ref().clone(),
         None => random_gateway_id(),
     };
+    let limits = limits_config(&file.limits, &at)?;
+    let journal = journal_config(&file, &at)?;
+    let cors = cors_config(&file.cors, &at)?;
+    let auth = auth_config(&file.auth, &at)?;
+    let rate_limit = match &file.rate_limit {
+        None => None,
+        Some(limit) if limit.get_ref().per_second == 0 => {
+            return Err(at(
+                limit.span(),
+                "rate_limit.per_second: must be at least 1".to_owned(),
+            ));
+        }
+        Some(limit) => Some(RateLimit {
+            per_second: limit.get_ref().per_second,
+            burst: limit
+                .get_ref()
+                .burst
+                .unwrap_or(limit.get_ref().per_second)
+                .max(1),
+        }),
+    };
+    Ok(Config {
+        listen,
+        admin_listen,
+        public_url,
+        default_agent,
+        agents,
+        gateway_id,
+        trusted_proxies,
+        keepalive: at_least_one(&file.keepalive_secs, "keepalive_secs", &at)?
+            .map_or(top.keepalive, Duration::from_secs),
+        shutdown_grace: file
+            .shutdown_grace_secs
+            .map_or(top.shutdown_grace, Duration::from_secs),
+        drain_delay: file
+            .drain_delay_secs
+            .map_or(top.drain_delay, Duration::from_secs),
+        limits,
+        journal,
+        cors,
+        auth,
+        rate_limit,
+        inspector: file.inspector.unwrap_or(false),
+        otlp_endpoint,
+    })
+}
+
+/// `[limits]`: every count and time at least 1.
+fn limits_config(
+    limits: &FileLimits,
+    at: &impl Fn(Range<usize>, String) -> ConfigError,
+) -> Result<Limits, ConfigError> {
     let defaults = Limits::default();
-    let limits = &file.limits;
     let count = |value: &Option<Spanned<usize>>, key: &str, default: usize| {
-        at_least_one(value, &format!("limits.{key}"), &at).map(|v| v.unwrap_or(default))
+        at_least_one(value, &format!("limits.{key}"), at).map(|v| v.unwrap_or(default))
     };
     let secs = |value: &Option<Spanned<u64>>, key: &str, default: Duration| {
-        at_least_one(value, &format!("limits.{key}"), &at)
+        at_least_one(value, &format!("limits.{key}"), at)
             .map(|v| v.map_or(default, Duration::from_secs))
     };
     let limits = Limits {
@@ -213,50 +264,7 @@ pub fn parse(path: &str, text: &str, env: &Environment) -> Result<Config, Config
             defaults.max_card_bytes,
         )?,
     };
-    let journal = journal_config(&file, &at)?;
-    let cors = cors_config(&file.cors, &at)?;
-    let auth = auth_config(&file.auth, &at)?;
-    let rate_limit = match &file.rate_limit {
-        None => None,
-        Some(limit) if limit.get_ref().per_second == 0 => {
-            return Err(at(
-                limit.span(),
-                "rate_limit.per_second: must be at least 1".to_owned(),
-            ));
-        }
-        Some(limit) => Some(RateLimit {
-            per_second: limit.get_ref().per_second,
-            burst: limit
-                .get_ref()
-                .burst
-                .unwrap_or(limit.get_ref().per_second)
-                .max(1),
-        }),
-    };
-    Ok(Config {
-        listen,
-        admin_listen,
-        public_url,
-        default_agent,
-        agents,
-        gateway_id,
-        trusted_proxies,
-        keepalive: at_least_one(&file.keepalive_secs, "keepalive_secs", &at)?
-            .map_or(top.keepalive, Duration::from_secs),
-        shutdown_grace: file
-            .shutdown_grace_secs
-            .map_or(top.shutdown_grace, Duration::from_secs),
-        drain_delay: file
-            .drain_delay_secs
-            .map_or(top.drain_delay, Duration::from_secs),
-        limits,
-        journal,
-        cors,
-        auth,
-        rate_limit,
-        inspector: file.inspector.unwrap_or(false),
-        otlp_endpoint,
-    })
+    Ok(limits)
 }
 
 /// A count or a number of seconds where 0 would mean nothing works (no
@@ -581,106 +589,4 @@ fn line_of(text: &str, offset: usize) -> usize {
         .filter(|b| **b == b'\n')
         .count()
         + 1
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileConfig {
-    listen: Option<Spanned<String>>,
-    admin_listen: Option<Spanned<String>>,
-    public_url: Option<Spanned<String>>,
-    default_agent: Option<Spanned<String>>,
-    gateway_id: Option<Spanned<String>>,
-    trusted_proxies: Option<Spanned<Vec<String>>>,
-    keepalive_secs: Option<Spanned<u64>>,
-    shutdown_grace_secs: Option<u64>,
-    drain_delay_secs: Option<u64>,
-    journal: Option<Spanned<String>>,
-    detach_grace_secs: Option<u64>,
-    inspector: Option<bool>,
-    otlp_endpoint: Option<Spanned<String>>,
-    #[serde(default)]
-    limits: FileLimits,
-    #[serde(default)]
-    cors: Cors,
-    #[serde(default)]
-    auth: FileAuth,
-    rate_limit: Option<Spanned<FileRateLimit>>,
-    #[serde(default)]
-    agents: BTreeMap<String, FileAgent>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileLimits {
-    max_event_bytes: Option<Spanned<usize>>,
-    max_request_bytes: Option<Spanned<usize>>,
-    max_streams: Option<Spanned<usize>>,
-    max_connections: Option<Spanned<usize>>,
-    header_read_timeout_secs: Option<Spanned<u64>>,
-    request_body_timeout_secs: Option<Spanned<u64>>,
-    write_timeout_secs: Option<Spanned<u64>>,
-    card_timeout_secs: Option<Spanned<u64>>,
-    max_card_bytes: Option<Spanned<usize>>,
-    journal_max_runs: Option<Spanned<usize>>,
-    journal_max_run_bytes: Option<Spanned<usize>>,
-    journal_max_bytes: Option<Spanned<usize>>,
-    journal_ttl_secs: Option<Spanned<u64>>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Cors {
-    #[serde(default)]
-    allow_origins: Vec<Spanned<String>>,
-    allow_credentials: Option<Spanned<bool>>,
-    max_age_secs: Option<u64>,
-    expose_headers: Option<Vec<Spanned<String>>>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileAuth {
-    api_keys_file: Option<String>,
-    api_keys_env: Option<String>,
-    jwt: Option<Spanned<FileJwt>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileJwt {
-    jwks_url: Option<String>,
-    public_key_file: Option<String>,
-    secret_env: Option<String>,
-    issuer: Option<String>,
-    audience: Option<String>,
-    leeway_secs: Option<u64>,
-    algorithms: Option<Vec<String>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileRateLimit {
-    per_second: u32,
-    burst: Option<u32>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileAgent {
-    upstream: Spanned<String>,
-    a2a_version: Option<Spanned<String>>,
-    format: Option<Spanned<String>>,
-    /// The older name of `format`.
-    output: Option<Spanned<String>>,
-    headers: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
-    headers_env: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
-    forward_client_headers: Option<Spanned<Vec<String>>>,
-    allowed_origins: Option<Spanned<Vec<String>>>,
-    allow: Option<Spanned<Vec<String>>>,
-    connect_timeout_secs: Option<Spanned<u64>>,
-    idle_timeout_secs: Option<Spanned<u64>>,
-    card_refresh_secs: Option<Spanned<u64>>,
-    cancel_on_disconnect: Option<bool>,
-    interrupts: Option<bool>,
 }

@@ -11,11 +11,11 @@ use a2a_agui::OutputFormat;
 use clap::Args;
 use url::Url;
 
+use super::forwarding::{ForwardPolicy, TrustedProxies};
 use super::{
     AgentConfig, Config, ConfigError, CorsConfig, JwtConfig, JwtKey, OriginRule, RateLimit,
 };
-use crate::forwarding::{ForwardPolicy, TrustedProxies};
-use crate::logging::LogFormat;
+use crate::obs::logging::LogFormat;
 
 /// Why the flags describe no configuration; the message names the flag.
 #[derive(Debug, thiserror::Error)]

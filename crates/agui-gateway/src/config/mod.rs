@@ -66,6 +66,9 @@ mod cors;
 pub mod env;
 mod file;
 pub mod flags;
+pub mod forwarding;
+mod journal;
+mod schema;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -74,10 +77,10 @@ use std::time::Duration;
 use a2a_agui::OutputFormat;
 use url::{Origin, Url};
 
-use crate::forwarding::{ForwardPolicy, TrustedProxies};
-pub use crate::journal::{Backend, JournalConfig, JournalLimits};
 pub use cors::{CorsConfig, OriginRule};
 pub use env::Environment;
+pub use forwarding::{ForwardPolicy, TrustedProxies};
+pub use journal::{Backend, JournalConfig, JournalLimits};
 
 /// Each stream holds two sockets; the open-file limit is usually the bound.
 pub const DEFAULT_MAX_STREAMS: usize = 10_000;

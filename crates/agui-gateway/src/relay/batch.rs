@@ -6,7 +6,7 @@
 //! so "ready now" needs that task to run: when the body has nothing, the
 //! relay lets the scheduler turn (`yield_turn`) and looks again. Without
 //! this, hyper flushes after every chunk and a burst of 200 chunks read in
-//! one system call goes out in 200. A lean body (`crate::lean`) needs no
+//! one system call goes out in 200. A lean body (`crate::upstream::lean`) needs no
 //! turns: each poll reads the socket itself and hands over all of it.
 
 use std::task::Poll;

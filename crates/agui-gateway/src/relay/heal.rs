@@ -17,10 +17,12 @@ use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::{RelayState, Source, batch, is_event_stream, keep_scratch, now_ms, take_scratch};
+use super::{
+    RelayState, Source, batch, encoded, is_event_stream, keep_scratch, now_ms, take_scratch,
+};
 use crate::journal::InputOp;
-use crate::outbound::{self, Forwarded, Outgoing};
-use crate::telemetry::CallSpan;
+use crate::obs::telemetry::CallSpan;
+use crate::upstream::outbound::{self, Forwarded, Outgoing};
 use crate::upstream::{Agent, TaskCall, UpstreamBody};
 
 /// The pause before each attempt: at most five, about 4 s of pauses in all
@@ -81,9 +83,7 @@ impl RelayState {
             if let Some(snapshot) = snapshot {
                 self.record(InputOp::Json, &snapshot);
                 let mut out = take_scratch();
-                if let Err(err) = self.stream.feed_json(&snapshot, now_ms(), &mut out) {
-                    tracing::error!("gateway failed to encode an event: {err}");
-                }
+                encoded(self.stream.feed_json(&snapshot, now_ms(), &mut out));
                 self.note_events();
                 shown.push(self.took(&out));
                 keep_scratch(out);

@@ -12,6 +12,7 @@ mod batch;
 mod detach;
 mod heal;
 mod shared;
+mod step;
 mod takeover;
 
 pub use takeover::take_over;
@@ -21,29 +22,24 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use a2a_agui::{
-    ErrorCode, Event, Options, OutputFormat, SequentialIds, StreamConverter, StreamEnd,
-};
+use a2a_agui::{ErrorCode, Event, Options, OutputFormat, SequentialIds, StreamConverter};
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use bytes::Bytes;
-use futures::StreamExt;
-use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
 
 use self::detach::Attached;
-use self::heal::Healed;
 use self::shared::SharedRun;
-use crate::access::AccessNote;
-use crate::error::ApiError;
+use crate::edge::error::ApiError;
 use crate::journal::redis::RunSpec;
 use crate::journal::{InputOp, RunIdentity, RunLog};
-use crate::metrics::Metrics;
-use crate::outbound::{self, Forwarded, Outgoing};
+use crate::obs::access::AccessNote;
+use crate::obs::metrics::Metrics;
+use crate::obs::telemetry::CallSpan;
 use crate::random::random_u64;
 use crate::state::{AppState, Shutdown};
-use crate::telemetry::CallSpan;
+use crate::upstream::outbound::{self, Forwarded, Outgoing};
 use crate::upstream::{Agent, StreamResponse, UpstreamBody, UpstreamError};
 
 /// Called once with the terminal event and the run's A2A task id.
@@ -236,10 +232,18 @@ struct RelayState {
     /// bodies handed over one chunk at a time need them (`batch`).
     batch_turns: u32,
     finished: bool,
-    active: crate::metrics::ActiveStream,
+    active: crate::obs::metrics::ActiveStream,
     /// The client span of the call whose answer is being read (the
     /// first, or the last re-attach): ended with it.
     call_span: CallSpan,
+}
+
+/// The one place an encoding failure is reported: the converter writes
+/// only what it built, so this is the gateway's bug, never the input's.
+fn encoded(result: Result<(), serde_json::Error>) {
+    if let Err(err) = result {
+        tracing::error!("gateway failed to encode an event: {err}");
+    }
 }
 
 fn now_ms() -> Option<u64> {
@@ -328,266 +332,6 @@ impl RelayState {
     fn record(&mut self, op: InputOp, bytes: &[u8]) {
         if let Some(shared) = &mut self.shared {
             shared.record(op, bytes);
-        }
-    }
-
-    /// Makes a step's output a piece (its events were noted after each
-    /// converter call: `note_events`).
-    fn took(&mut self, out: &[u8]) -> Bytes {
-        if out.is_empty() {
-            return Bytes::new();
-        }
-        self.last_output = Instant::now();
-        Bytes::copy_from_slice(out)
-    }
-
-    /// Notes the task, the delivery, the events and a terminal event of the
-    /// last converter call. Once per call: the converter's `last_events` are
-    /// those of its last call only, so a second note would count them twice
-    /// and a missing one would lose them.
-    fn note_events(&mut self) {
-        if !self.task_noted
-            && let Some(task) = self.stream.converter().task_id()
-        {
-            // What a stop (`/agui/stop`) cancels, on any replica.
-            self.task_noted = true;
-            if let Some(log) = &self.run.log {
-                log.note_task(task);
-            }
-            if let Some(shared) = &mut self.shared {
-                shared.note_task(task);
-            }
-        }
-        if self.run.conversion.on_delivered.is_some() {
-            let converter = self.stream.converter();
-            if (converter.task_id().is_some() || converter.context_id().is_some())
-                && let Some(on_delivered) = self.run.conversion.on_delivered.take()
-            {
-                on_delivered();
-            }
-        }
-        let access = self.run.conversion.access.as_ref();
-        if let Some(note) = access {
-            note.add_events(self.stream.last_events().len());
-        }
-        for event in self.stream.last_events() {
-            self.active.metrics().count_event(event);
-            if event.is_terminal() {
-                self.finished = true;
-                if let Event::RunError { code, .. } = event {
-                    let code = code.as_deref().unwrap_or("unknown");
-                    self.run.metrics.count_error(self.run.agent.name(), code);
-                    // A client that left is no failure of the call.
-                    if code != ErrorCode::ClientDisconnected.as_str() {
-                        self.call_span.fail(crate::metrics::bounded_code(code));
-                    }
-                    if let Some(note) = access {
-                        note.run_error(code);
-                    }
-                }
-                if let Some(on_end) = self.run.conversion.on_end.take() {
-                    on_end(event, self.stream.converter().task_id());
-                }
-            }
-        }
-    }
-
-    fn finish(&mut self, end: StreamEnd) -> Bytes {
-        let mut out = take_scratch();
-        if let Err(err) = self.stream.finish(end, now_ms(), &mut out) {
-            tracing::error!("gateway failed to encode an event: {err}");
-        }
-        self.note_events();
-        self.source = Source::Done;
-        let piece = self.took(&out);
-        keep_scratch(out);
-        piece
-    }
-
-    fn fail(&mut self, code: ErrorCode, message: String) -> Bytes {
-        self.finish(StreamEnd::Failed { code, message })
-    }
-
-    /// The next piece of the response body, or `None` at its end.
-    async fn next(&mut self) -> Option<Bytes> {
-        loop {
-            if self.finished {
-                return None;
-            }
-            let broke = match &mut self.source {
-                Source::Lost => Broke::Lost,
-                Source::Done => return None,
-                Source::Events(body) | Source::Document(body, _) => {
-                    let chunk = match self.deferred.take() {
-                        Some(chunk) => chunk,
-                        None => tokio::select! {
-                            biased;
-                            _ = self.stop.as_mut() => return self.stopping().await,
-                            chunk = body.next() => chunk,
-                            _ = self.timer.as_mut() => {
-                                let now = Instant::now();
-                                let (keepalive_at, idle_at) = self.deadlines();
-                                if now >= idle_at {
-                                    let secs = self.idle_timeout.as_secs();
-                                    return Some(self.fail(ErrorCode::UpstreamIdleTimeout, format!("the upstream sent nothing for {secs} s")));
-                                }
-                                if now >= keepalive_at {
-                                    self.last_output = now;
-                                    self.rearm();
-                                    return Some(Bytes::from_static(b": ping\n\n"));
-                                }
-                                self.rearm();
-                                continue;
-                            }
-                        },
-                    };
-                    self.last_upstream = Instant::now();
-                    match chunk {
-                        Some(Ok(bytes)) => {
-                            if let Some(out) = self.feed(&bytes) {
-                                return Some(out);
-                            }
-                            continue;
-                        }
-                        Some(Err(err)) => {
-                            tracing::warn!(
-                                agent = self.run.agent.name(),
-                                "reading the upstream response failed: {err:?}"
-                            );
-                            if err.is_timeout() {
-                                return Some(self.fail(
-                                    ErrorCode::UpstreamIdleTimeout,
-                                    "reading the upstream agent's response failed".to_owned(),
-                                ));
-                            }
-                            Broke::ReadError
-                        }
-                        None => Broke::Ended,
-                    }
-                }
-            };
-            // The call is over (its span ends here, not after the
-            // re-attach attempts, which have spans of their own).
-            let call = std::mem::take(&mut self.call_span);
-            if matches!(broke, Broke::ReadError) {
-                call.fail("the answer broke off");
-            }
-            drop(call);
-            // The stream broke: re-attach to the task while it is on (a
-            // document body, or a task already over, gives up at once).
-            let shown = match self.reattach().await {
-                Healed::Resumed(out) if out.is_empty() => continue,
-                Healed::Resumed(out) | Healed::Ended(out) => return Some(out),
-                Healed::GaveUp(shown) => shown,
-            };
-            let end = match broke {
-                Broke::Ended => self.end_of_body(),
-                Broke::ReadError => self.fail(
-                    ErrorCode::UpstreamReadError,
-                    "reading the upstream agent's response failed".to_owned(),
-                ),
-                Broke::Lost => self.fail(
-                    ErrorCode::UpstreamReadError,
-                    "the run's replica went away and the agent's task could not be re-attached"
-                        .to_owned(),
-                ),
-            };
-            return Some(heal::join(vec![shown, end]));
-        }
-    }
-
-    fn deadlines(&self) -> (Instant, Instant) {
-        (
-            self.last_output + self.run.keepalive,
-            self.last_upstream + self.idle_timeout,
-        )
-    }
-
-    fn rearm(&mut self) {
-        let (keepalive_at, idle_at) = self.deadlines();
-        self.timer.as_mut().reset(keepalive_at.min(idle_at).into());
-    }
-
-    /// Feeds an upstream chunk; `None` when it produced nothing to send.
-    fn feed(&mut self, bytes: &[u8]) -> Option<Bytes> {
-        let mut out = take_scratch();
-        match &mut self.source {
-            Source::Events(_) | Source::Lost => self.convert_sse(bytes, &mut out),
-            Source::Document(_, buffer) => {
-                if buffer.len() + bytes.len() > self.run.max_event_bytes {
-                    let limit = self.run.max_event_bytes;
-                    return Some(self.fail(
-                        ErrorCode::UpstreamEventTooLarge,
-                        format!("the upstream response body exceeded the {limit}-byte limit"),
-                    ));
-                }
-                buffer.extend_from_slice(bytes);
-                return None;
-            }
-            Source::Done => return None,
-        }
-        let piece = (!out.is_empty()).then(|| self.took(&out));
-        keep_scratch(out);
-        piece
-    }
-
-    /// Converts a chunk of an event stream onto `out`.
-    fn convert_sse(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
-        self.record(InputOp::Sse, bytes);
-        if let Err(err) = self.stream.feed_sse(bytes, now_ms(), out) {
-            tracing::error!("gateway failed to encode an event: {err}");
-        }
-        if self.stream.is_finished() {
-            self.source = Source::Done;
-        }
-        if !self.stream.last_events().is_empty() {
-            // Progress (AG-UI events, not the inspector's tapped frames):
-            // a stream that breaks later may be re-attached to as often
-            // again.
-            self.reattached = 0;
-        }
-        self.note_events();
-    }
-
-    fn end_of_body(&mut self) -> Bytes {
-        let mut out = take_scratch();
-        if let Source::Document(_, buffer) = &mut self.source {
-            let body = std::mem::take(buffer);
-            if !self.upstream_status.is_success() {
-                return self.http_error(&body);
-            }
-            self.record(InputOp::Json, &body);
-            if let Err(err) = self.stream.feed_json(&body, now_ms(), &mut out) {
-                tracing::error!("gateway failed to encode an event: {err}");
-            }
-            self.note_events();
-        }
-        if let Err(err) = self.stream.finish(StreamEnd::Eof, now_ms(), &mut out) {
-            tracing::error!("gateway failed to encode an event: {err}");
-        }
-        self.note_events();
-        self.source = Source::Done;
-        let piece = self.took(&out);
-        keep_scratch(out);
-        piece
-    }
-
-    /// A non-2xx answer. Its body may be a proxy's error page or an
-    /// exception naming internal hosts and tokens: it goes to the log (the
-    /// log escapes it), the client learns the status and, when the body is
-    /// an A2A error (JSON-RPC, `google.rpc.Status`, problem+json), its code.
-    fn http_error(&mut self, body: &[u8]) -> Bytes {
-        let status = self.upstream_status;
-        let excerpt: String = String::from_utf8_lossy(body).chars().take(300).collect();
-        tracing::warn!(agent = self.run.agent.name(), %status, body = %excerpt, "upstream error answer");
-        let message = format!("the upstream agent answered HTTP {}", status.as_u16());
-        let parsed = serde_json::from_slice::<Value>(body).ok();
-        match parsed.as_ref().and_then(a2a_agui::error_report) {
-            Some(report) => self.finish(StreamEnd::AgentError(a2a_agui::ErrorReport {
-                message,
-                code: report.code,
-            })),
-            None => self.fail(ErrorCode::UpstreamHttpError, message),
         }
     }
 }

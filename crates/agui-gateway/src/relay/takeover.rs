@@ -17,8 +17,8 @@ use super::shared::SharedRun;
 use super::{Conversion, RelayState, Run, Source};
 use crate::journal::redis::{RedisJournal, RemoteRun};
 use crate::journal::{InputOp, RunLog};
-use crate::outbound::Forwarded;
 use crate::state::AppState;
+use crate::upstream::outbound::Forwarded;
 
 /// `log` counts the followers on this replica (the one that took the
 /// lease holds it).

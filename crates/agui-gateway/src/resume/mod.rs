@@ -15,14 +15,14 @@ use serde_json::Value;
 
 use std::sync::Arc;
 
-use crate::access::Mode;
-use crate::error::ApiError;
+use crate::edge::error::ApiError;
 use crate::journal::redis::{RedisJournal, RemoteRun};
 use crate::journal::{self, CallerDigest, EventId, Owner, ResumeError, RunLog, ThreadRef};
-use crate::outbound::Forwarded;
+use crate::obs::access::Mode;
 use crate::relay;
 use crate::state::{AppState, SharedState};
 use crate::upstream::Agent;
+use crate::upstream::outbound::Forwarded;
 
 /// A thread or run id longer than this names nothing the gateway keeps.
 const MAX_ID_BYTES: usize = 1024;

@@ -14,10 +14,10 @@ use futures::Stream;
 use redis::aio::MultiplexedConnection;
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::error::ApiError;
+use crate::edge::error::ApiError;
 use crate::journal::redis::{BLOCK, Entry, RedisJournal, RemoteRun};
 use crate::journal::{ResumeError, RunIdentity, RunLog, frame_start};
-use crate::metrics::NO_AGENT;
+use crate::obs::metrics::NO_AGENT;
 use crate::relay;
 use crate::state::SharedState;
 use crate::upstream::Agent;

@@ -16,17 +16,20 @@ use axum::routing::{any, get, post};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::access::{AccessNote, Mode};
-use crate::error::ApiError;
-use crate::forwarding::{ReturnPolicy, returned_headers};
+use super::{card, gate, inspect};
+use crate::edge::cors;
+use crate::edge::error::ApiError;
+use crate::http::negotiate::{Negotiated, negotiate, output_format, wants_agui};
 use crate::journal::{CallerDigest, Owner, RunBy, RunIdentity};
-use crate::negotiate::{Negotiated, negotiate, output_format, wants_agui};
-use crate::outbound::{self, Forwarded};
+use crate::obs::access;
+use crate::obs::access::{AccessNote, Mode};
 use crate::random::random_u64;
 use crate::relay::{self, Conversion};
 use crate::state::{AppState, SharedState};
+use crate::upstream::forwarding::{ReturnPolicy, returned_headers};
+use crate::upstream::outbound::{self, Forwarded};
 use crate::upstream::{Agent, CardStatus, UpstreamError};
-use crate::{access, agui, card, cors, edge, inspect, resume};
+use crate::{agui, resume};
 
 pub fn router(state: SharedState) -> Router {
     let mut router = Router::new().route("/healthz", get(healthz));
@@ -57,7 +60,7 @@ pub fn router(state: SharedState) -> Router {
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            edge::gate,
+            gate::gate,
         ));
     // The inspector's page and scripts hold nothing secret: a browser
     // loads them without credentials, then calls the API with its own.
@@ -151,11 +154,11 @@ async fn metrics(State(state): State<SharedState>) -> Response {
 async fn list_agents(State(state): State<SharedState>, request: Request) -> Response {
     state
         .metrics
-        .count_request(crate::metrics::NO_AGENT, Mode::Agents);
+        .count_request(crate::obs::metrics::NO_AGENT, Mode::Agents);
     let public = card::public_base(&state.config, request.uri(), request.headers());
     let mut agents = Vec::new();
     for (name, agent) in &state.agents {
-        if edge::allowed(&state, request.extensions(), agent).is_err() {
+        if gate::allowed(&state, request.extensions(), agent).is_err() {
             continue;
         }
         let card = agent.current_card().await;
@@ -227,7 +230,7 @@ async fn run_agui(
     mode: Mode,
 ) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
-    edge::allowed(&state, &parts.extensions, &agent)?;
+    gate::allowed(&state, &parts.extensions, &agent)?;
     let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get())
         .traced(parts.extensions.get());
     let body = read_body(&state, body).await?;
@@ -244,7 +247,7 @@ async fn agui_input(
     body: Bytes,
     mode: Mode,
 ) -> Result<Response, ApiError> {
-    let scope = edge::scope(&parts.extensions);
+    let scope = gate::scope(&parts.extensions);
     let run_by = run_by(&agent, &scope, parts, &body);
     let access = AccessNote::noted(&parts.extensions, agent.name(), mode);
     if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
@@ -293,9 +296,9 @@ async fn run_request(
 ) -> Result<(Arc<Agent>, axum::http::request::Parts, CallerDigest, Bytes), ApiError> {
     let agent = agui_agent(state, &request, route)?;
     let (parts, body) = request.into_parts();
-    edge::allowed(state, &parts.extensions, &agent)?;
+    gate::allowed(state, &parts.extensions, &agent)?;
     let body = read_body(state, body).await?;
-    let caller = CallerDigest::of(&edge::scope(&parts.extensions), &parts.headers);
+    let caller = CallerDigest::of(&gate::scope(&parts.extensions), &parts.headers);
     Ok((agent, parts, caller, body))
 }
 
@@ -370,7 +373,7 @@ async fn proxy(
     request: Request,
 ) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
-    edge::allowed(&state, &parts.extensions, &agent)?;
+    gate::allowed(&state, &parts.extensions, &agent)?;
     let query = parts.uri.query();
     let url = outbound::target(&agent, &path, query)?;
     let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get())
@@ -413,7 +416,7 @@ async fn proxy(
         Negotiated::Forward => None,
         Negotiated::Build(message) => Some(message),
     };
-    let run_by = run_by(&agent, &edge::scope(&parts.extensions), &parts, &body);
+    let run_by = run_by(&agent, &gate::scope(&parts.extensions), &parts, &body);
     if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
         return Ok(resumed);
     }
@@ -507,7 +510,7 @@ async fn passthrough(
         .observe_upstream_latency(agent.name(), started.elapsed());
     let status = upstream.status();
     span.answered(status);
-    let upstream_base = crate::target::base_url(&agent.config.upstream);
+    let upstream_base = crate::upstream::target::base_url(&agent.config.upstream);
     let rewrite = |url: &str| card::rewrite_url(url, &upstream_base, &gateway_base);
     let policy = ReturnPolicy {
         cookies: agent.config.forward.cookie,

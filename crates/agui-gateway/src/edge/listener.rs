@@ -24,8 +24,8 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-use crate::metrics::Metrics;
-use crate::throttle::LogThrottle;
+use crate::obs::metrics::Metrics;
+use crate::obs::throttle::LogThrottle;
 
 /// The bounds of one listener.
 #[derive(Debug, Clone, Copy)]

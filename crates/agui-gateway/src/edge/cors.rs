@@ -9,7 +9,7 @@ use axum::http::{HeaderValue, header, request::Parts};
 use tower_http::cors::{AllowCredentials, AllowHeaders, AllowMethods, AllowOrigin, CorsLayer};
 
 use crate::config::CorsConfig;
-use crate::throttle::LogThrottle;
+use crate::obs::throttle::LogThrottle;
 
 /// The layer for `config`, or `None` when no origin is allowed.
 pub fn layer(config: &CorsConfig) -> Option<CorsLayer> {

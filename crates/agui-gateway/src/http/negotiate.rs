@@ -6,7 +6,7 @@ use a2a_agui::{A2aMessage, ErrorCode, OutputFormat, PartBody, part_body};
 use axum::http::{HeaderMap, Method, header};
 use serde_json::Value;
 
-use crate::error::ApiError;
+use crate::edge::error::ApiError;
 use crate::random::random_u64;
 use crate::upstream::{OutgoingMessage, OutgoingPart};
 

@@ -10,10 +10,10 @@ use url::Url;
 
 use crate::agui::extension;
 use crate::config::Config;
-use crate::error::ApiError;
-use crate::forwarding::{first_value, list_values};
-use crate::outbound::{self, Forwarded};
-use crate::target::base_url;
+use crate::edge::error::ApiError;
+use crate::upstream::forwarding::{first_value, list_values};
+use crate::upstream::outbound::{self, Forwarded};
+use crate::upstream::target::base_url;
 use crate::upstream::{Agent, CardError};
 
 /// The extension URI announcing AG-UI output (the one Hector declared).

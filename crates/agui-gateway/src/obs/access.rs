@@ -21,9 +21,9 @@ use axum::http::{Extensions, Method, StatusCode};
 use axum::response::Response;
 use http_body::Frame;
 
-use crate::telemetry::{self, Outcome, SharedTrace};
+use crate::obs::telemetry::{self, Outcome, SharedTrace};
 
-pub use crate::metrics::Mode;
+pub use crate::obs::metrics::Mode;
 
 /// The request's notes, shared by the handler, the relay and the logged
 /// body. Events are counted without a lock (the relay adds a step's
@@ -70,7 +70,7 @@ impl AccessNote {
     pub fn run_error(&self, code: &str) {
         if let Ok(mut fields) = self.0.fields.lock() {
             // An agent's code is its text: bounded for the log and spans.
-            fields.error = Some(crate::metrics::bounded_code(code).to_owned());
+            fields.error = Some(crate::obs::metrics::bounded_code(code).to_owned());
         }
     }
 }

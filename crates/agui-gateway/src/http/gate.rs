@@ -1,4 +1,4 @@
-//! In front of every route (inside `crate::cors`): draining, loop refusal, who the caller
+//! In front of every route (inside `crate::edge::cors`): draining, loop refusal, who the caller
 //! is (forwarding headers believed from trusted proxies only), its
 //! credential and its rate. Which agent a caller may use is checked where
 //! the agent is known (`allowed`), with the name decoded as the router
@@ -11,11 +11,11 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{Extensions, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::auth::{AuthError, Principal};
-use crate::error::ApiError;
-use crate::forwarding::{Caller, has_looped};
+use crate::edge::auth::{AuthError, Principal};
+use crate::edge::error::ApiError;
 use crate::state::{AppState, SharedState};
 use crate::upstream::Agent;
+use crate::upstream::forwarding::{Caller, has_looped};
 
 /// Requests a probe handler of this listener serves: no rate limit, no
 /// drain refusal (orchestrators watch a drain). With an admin listener,
@@ -74,9 +74,10 @@ async fn admit(state: &AppState, request: &mut Request) -> Result<(), ApiError> 
         ));
     }
     if has_looped(request.headers(), &state.config.gateway_id) {
-        state
-            .metrics
-            .count_error(crate::metrics::NO_AGENT, ErrorCode::GatewayLoop.as_str());
+        state.metrics.count_error(
+            crate::obs::metrics::NO_AGENT,
+            ErrorCode::GatewayLoop.as_str(),
+        );
         return Err(ApiError::new(
             StatusCode::LOOP_DETECTED,
             ErrorCode::GatewayLoop,
@@ -164,9 +165,10 @@ fn rate(state: &AppState, bucket: &str) -> Result<(), ApiError> {
         return Ok(());
     };
     limiter.check(bucket).map_err(|wait| {
-        state
-            .metrics
-            .count_error(crate::metrics::NO_AGENT, ErrorCode::RateLimited.as_str());
+        state.metrics.count_error(
+            crate::obs::metrics::NO_AGENT,
+            ErrorCode::RateLimited.as_str(),
+        );
         let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
         ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,

@@ -11,7 +11,7 @@
 //! | agent card                       | a GET: no body headers; `Accept-Encoding: identity`|
 //! | cancel after a disconnect        | the run's headers, with its own JSON body          |
 
-use crate::telemetry::{CallSpan, SharedTrace};
+use crate::obs::telemetry::{CallSpan, SharedTrace};
 use a2a_agui::ErrorCode;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
@@ -19,10 +19,10 @@ use reqwest::RequestBuilder;
 use serde_json::Value;
 use url::Url;
 
-use crate::error::ApiError;
-use crate::forwarding::{Caller, upstream_headers};
+use crate::edge::error::ApiError;
 use crate::random::random_u64;
-use crate::target::{base_url, upstream_url};
+use crate::upstream::forwarding::{Caller, upstream_headers};
+use crate::upstream::target::{base_url, upstream_url};
 use crate::upstream::{Agent, OutgoingMessage, TaskCall, streaming_request, task_request};
 
 /// A call ready to be sent, and its client span: held by whoever reads the

@@ -1,0 +1,10 @@
+//! The HTTP surface: the router and its handlers (`router`), the gate in
+//! front of every route (`gate`), what a request wants (`negotiate`), the
+//! agent card served through the gateway (`card`) and the inspector's page
+//! (`inspect`).
+
+pub mod card;
+pub mod gate;
+pub mod inspect;
+pub mod negotiate;
+pub mod router;

@@ -1,0 +1,327 @@
+//! The agent's card: discovery (bounded in time and size), the dialect and
+//! the endpoint it names (on an origin the gateway may call), the cache the
+//! background refresh keeps, and what `/readyz` reports.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use url::Url;
+
+use super::Agent;
+use super::forwarding::background_headers;
+use super::target::base_url;
+use crate::config::A2aVersion;
+
+/// What the gateway learned from the agent card.
+#[derive(Debug, Clone)]
+pub struct CardInfo {
+    pub card: Value,
+    /// Where JSON-RPC calls the gateway builds go.
+    pub jsonrpc_url: Url,
+    /// The dialect those calls use (never `Auto`).
+    pub version: A2aVersion,
+    pub fetched: Instant,
+}
+
+/// While no card was ever read, requests try again at most this often.
+const CARD_RETRY_GAP: Duration = Duration::from_secs(2);
+
+/// What `/readyz` reports for an agent, without calling it.
+#[derive(Debug, Clone, Default)]
+pub enum CardStatus {
+    /// No refresh has finished yet.
+    #[default]
+    Unknown,
+    Ready,
+    /// The reason, worded for clients: no upstream address in it.
+    Failing(&'static str),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CardError {
+    #[error("the agent card request failed")]
+    Request(#[from] reqwest::Error),
+    #[error("the agent card is larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("the upstream serves no agent card")]
+    NotFound,
+}
+
+impl CardError {
+    fn reason(&self) -> &'static str {
+        match self {
+            CardError::Request(err) if err.is_timeout() => "the agent card request timed out",
+            CardError::Request(err) if err.is_connect() => "the upstream could not be connected to",
+            CardError::Request(_) => "the agent card request failed",
+            CardError::TooLarge(_) => "the agent card is too large",
+            CardError::NotFound => "the upstream serves no agent card",
+        }
+    }
+}
+
+impl Agent {
+    pub fn card(&self) -> Option<Arc<CardInfo>> {
+        self.card.read().ok().and_then(|c| c.clone())
+    }
+
+    pub fn card_status(&self) -> CardStatus {
+        self.status
+            .read()
+            .map(|s| s.clone())
+            .unwrap_or(CardStatus::Unknown)
+    }
+
+    /// The card as the background refresh keeps it, stale or not: requests
+    /// never wait on an upstream's card once one was read. Until then a
+    /// request waits for the fetch in flight, or makes one, unless the last
+    /// one failed less than 2 s ago.
+    pub async fn current_card(&self) -> Option<Arc<CardInfo>> {
+        if let Some(card) = self.card() {
+            return Some(card);
+        }
+        let _turn = self.fetching.lock().await;
+        if let Some(card) = self.card() {
+            return Some(card);
+        }
+        let failed_recently = matches!(self.card_status(), CardStatus::Failing(_))
+            && self
+                .last_attempt
+                .lock()
+                .ok()
+                .and_then(|last| *last)
+                .is_some_and(|at| at.elapsed() < CARD_RETRY_GAP);
+        if failed_recently {
+            return None;
+        }
+        self.fetch_and_record().await.ok()
+    }
+
+    /// Reads the card from `agent-card.json`, falling back to the 0.2-era
+    /// `agent.json`, under the upstream's path and then at its origin. One
+    /// fetch at a time: requests that need the card wait for it.
+    pub async fn refresh_card(&self) -> Result<Arc<CardInfo>, CardError> {
+        let _turn = self.fetching.lock().await;
+        self.fetch_and_record().await
+    }
+
+    async fn fetch_and_record(&self) -> Result<Arc<CardInfo>, CardError> {
+        let result = self.fetch_card().await;
+        if let Ok(mut last) = self.last_attempt.lock() {
+            *last = Some(Instant::now());
+        }
+        let status = match &result {
+            Ok(_) => CardStatus::Ready,
+            Err(err) => CardStatus::Failing(err.reason()),
+        };
+        if let Ok(mut slot) = self.status.write() {
+            *slot = status;
+        }
+        result
+    }
+
+    async fn fetch_card(&self) -> Result<Arc<CardInfo>, CardError> {
+        let headers = background_headers(&self.configured_headers, &self.via);
+        for url in self.card_urls() {
+            let request = self.client.get(url).headers(headers.clone());
+            let Some((card, _)) = self.read_card(request).await? else {
+                continue;
+            };
+            let info = Arc::new(self.card_info(card));
+            if let Ok(mut slot) = self.card.write() {
+                *slot = Some(info.clone());
+            }
+            return Ok(info);
+        }
+        Err(CardError::NotFound)
+    }
+
+    /// Sends a card request, bounded in time and size; `None` when the
+    /// answer is not a card (an error status, not a JSON object).
+    pub async fn read_card(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<Option<(Value, reqwest::header::HeaderMap)>, CardError> {
+        let mut response = request.timeout(self.card_timeout).send().await?;
+        if !response.status().is_success() {
+            return Ok(None);
+        }
+        let limit = self.max_card_bytes;
+        if response.content_length().is_some_and(|n| n > limit as u64) {
+            return Err(CardError::TooLarge(limit));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await? {
+            if body.len() + chunk.len() > limit {
+                return Err(CardError::TooLarge(limit));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let headers = response.headers().clone();
+        Ok(serde_json::from_slice::<Value>(&body)
+            .ok()
+            .filter(Value::is_object)
+            .map(|card| (card, headers)))
+    }
+
+    fn card_urls(&self) -> Vec<Url> {
+        let base = base_url(&self.config.upstream);
+        let mut urls = Vec::new();
+        for path in [".well-known/agent-card.json", ".well-known/agent.json"] {
+            if let Ok(url) = base.join(path) {
+                urls.push(url);
+            }
+            if let Ok(url) = base.join(&format!("/{path}"))
+                && !urls.contains(&url)
+            {
+                urls.push(url);
+            }
+        }
+        urls
+    }
+
+    fn card_info(&self, card: Value) -> CardInfo {
+        let (version, url) = card_endpoint(&card, self.config.a2a_version);
+        let url = url.filter(|url| self.may_call(url));
+        CardInfo {
+            jsonrpc_url: url.unwrap_or_else(|| self.config.upstream.clone()),
+            version,
+            card,
+            fetched: Instant::now(),
+        }
+    }
+
+    /// Whether the gateway may send calls where a card points: only to the
+    /// configured upstream's origin or an `allowed_origins` one. A card is
+    /// the upstream's word, and the upstream's credentials go with the call.
+    fn may_call(&self, url: &Url) -> bool {
+        let origin = url.origin();
+        if origin == self.config.upstream.origin() || self.config.allowed_origins.contains(&origin)
+        {
+            return true;
+        }
+        if !self.warned_foreign.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                agent = self.name(),
+                card_url = %url,
+                "the agent card names an endpoint on another origin; it is ignored (add the origin to allowed_origins to use it)"
+            );
+        }
+        false
+    }
+
+    /// Where and how to send a call the gateway builds itself.
+    pub async fn endpoint(&self) -> (Url, A2aVersion) {
+        match self.current_card().await {
+            Some(card) => (card.jsonrpc_url.clone(), card.version),
+            None => {
+                let version = match self.config.a2a_version {
+                    A2aVersion::V10 => A2aVersion::V10,
+                    _ => A2aVersion::V03,
+                };
+                (self.config.upstream.clone(), version)
+            }
+        }
+    }
+
+    /// Refreshes the card until the token is cancelled: every
+    /// `card_refresh` while it works, sooner (1 s, doubling to 30 s) while
+    /// it fails, so `/readyz` follows the upstream without calling it.
+    pub fn spawn_card_refresh(self: &Arc<Self>, stop: tokio_util::sync::CancellationToken) {
+        let agent = self.clone();
+        let every = agent.config.card_refresh.max(Duration::from_secs(1));
+        tokio::spawn(async move {
+            let mut retry = Duration::from_secs(1);
+            loop {
+                let wait = match agent.refresh_card().await {
+                    Ok(_) => {
+                        retry = Duration::from_secs(1);
+                        every
+                    }
+                    Err(err) => {
+                        tracing::warn!(agent = agent.name(), "agent card: {err:?}");
+                        let wait = retry.min(every);
+                        retry = (retry * 2).min(Duration::from_secs(30));
+                        wait
+                    }
+                };
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(wait) => {}
+                }
+            }
+        });
+    }
+}
+
+/// The JSON-RPC endpoint and dialect a card declares. 1.0 cards list
+/// `supportedInterfaces`; 0.3 cards have `url` (+ `additionalInterfaces`);
+/// hybrid cards have both. The newest declared JSON-RPC version wins unless
+/// the configuration pins one.
+pub fn card_endpoint(card: &Value, wanted: A2aVersion) -> (A2aVersion, Option<Url>) {
+    let mut v10 = None;
+    let mut v03 = None;
+    for iface in card["supportedInterfaces"].as_array().into_iter().flatten() {
+        let binding = iface["protocolBinding"].as_str().unwrap_or("");
+        let url = iface["url"].as_str().and_then(|u| Url::parse(u).ok());
+        if !binding.eq_ignore_ascii_case("JSONRPC") || url.is_none() {
+            continue;
+        }
+        let version = iface["protocolVersion"].as_str().unwrap_or("1.0");
+        if version.starts_with("0.") {
+            v03 = v03.or(url);
+        } else {
+            v10 = v10.or(url);
+        }
+    }
+    let transport = card["preferredTransport"].as_str().unwrap_or("JSONRPC");
+    if v03.is_none() && transport.eq_ignore_ascii_case("JSONRPC") {
+        v03 = card["url"].as_str().and_then(|u| Url::parse(u).ok());
+    }
+    for iface in card["additionalInterfaces"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        if v03.is_none()
+            && iface["transport"]
+                .as_str()
+                .is_some_and(|t| t.eq_ignore_ascii_case("JSONRPC"))
+        {
+            v03 = iface["url"].as_str().and_then(|u| Url::parse(u).ok());
+        }
+    }
+    match (wanted, v10, v03) {
+        (A2aVersion::V03, _, url) => (A2aVersion::V03, url),
+        (A2aVersion::V10, url, _) => (A2aVersion::V10, url),
+        (A2aVersion::Auto, Some(url), _) => (A2aVersion::V10, Some(url)),
+        (A2aVersion::Auto, None, url) => (A2aVersion::V03, url),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn hybrid_cards_prefer_1_0_unless_pinned() {
+        let card = json!({
+            "url": "http://a/", "protocolVersion": "0.3",
+            "supportedInterfaces": [
+                { "url": "http://a/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0" },
+                { "url": "http://a/", "protocolBinding": "JSONRPC", "protocolVersion": "0.3" },
+                { "url": "http://a/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0" }]
+        });
+        assert_eq!(card_endpoint(&card, A2aVersion::Auto).0, A2aVersion::V10);
+        assert_eq!(card_endpoint(&card, A2aVersion::V03).0, A2aVersion::V03);
+        let old = json!({ "url": "http://b/rpc", "protocolVersion": "0.3.0" });
+        let (version, url) = card_endpoint(&old, A2aVersion::Auto);
+        assert_eq!(
+            (version, url.unwrap().as_str()),
+            (A2aVersion::V03, "http://b/rpc")
+        );
+    }
+}

@@ -1,0 +1,208 @@
+//! One upstream A2A agent (`Agent`: its configuration, its HTTP clients,
+//! the converted stream's call) and everything about calling it: its card
+//! (`card`), the bodies the gateway writes (`rpc`), where a request goes
+//! (`target`), which headers go (`forwarding`), how each call is built
+//! (`outbound`), the lean connection of converted streams (`lean`).
+
+mod card;
+pub mod forwarding;
+pub mod lean;
+pub mod outbound;
+mod rpc;
+pub mod target;
+
+pub use card::{CardError, CardInfo, CardStatus, card_endpoint};
+pub use rpc::{
+    A2UI_MEDIA_TYPE, OutgoingMessage, OutgoingPart, TaskCall, streaming_request, task_request,
+};
+
+use std::pin::Pin;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use bytes::Bytes;
+use futures::{Stream, TryStreamExt};
+
+use self::lean::LeanError;
+use crate::config::{AgentConfig, Limits};
+use crate::upstream::forwarding::via_entry;
+
+pub struct Agent {
+    pub config: AgentConfig,
+    /// The configured headers, checked once: they replace client headers
+    /// of the same name on every call (`forwarding::upstream_headers`).
+    pub configured_headers: Vec<(HeaderName, HeaderValue)>,
+    /// This gateway's `Via` entry.
+    pub via: String,
+    /// For passthrough and cards: reqwest's per-read timeout bounds them.
+    pub client: reqwest::Client,
+    /// For converted streams, whose relay keeps its own idle timer: no
+    /// per-read timer on every chunk (see `send_stream`).
+    pub stream_client: reqwest::Client,
+    card_timeout: Duration,
+    max_card_bytes: usize,
+    card: RwLock<Option<Arc<CardInfo>>>,
+    /// The last card refresh's outcome, for `/readyz`.
+    status: RwLock<CardStatus>,
+    /// A card naming a foreign endpoint is logged once, not on every refresh.
+    warned_foreign: AtomicBool,
+    /// One card fetch at a time, background refresh included.
+    fetching: tokio::sync::Mutex<()>,
+    last_attempt: Mutex<Option<Instant>>,
+}
+
+/// A converted stream's upstream answer, however it was read.
+pub struct StreamResponse {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: UpstreamBody,
+    /// reqwest's bodies come one chunk at a time from a task of their
+    /// own: batching them takes scheduler turns (`relay::batch`). A lean
+    /// body hands over everything read in one poll.
+    pub handed_one_by_one: bool,
+}
+
+/// The body of a converted stream's upstream answer.
+pub type UpstreamBody = Pin<Box<dyn Stream<Item = Result<Bytes, BodyError>> + Send>>;
+
+/// Reading an upstream body failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    #[error("{0}")]
+    Reqwest(reqwest::Error),
+    #[error("{0}")]
+    Lean(LeanError),
+}
+
+impl BodyError {
+    pub fn is_timeout(&self) -> bool {
+        match self {
+            BodyError::Reqwest(err) => err.is_timeout(),
+            // A lean body has no read timer: the relay's idle timer is it.
+            BodyError::Lean(_) => false,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("{0}")]
+    Request(reqwest::Error),
+    #[error("{0}")]
+    Lean(LeanError),
+    #[error("no response headers within {} s", .0.as_secs())]
+    NoResponse(Duration),
+}
+
+impl UpstreamError {
+    /// No connection was made (refused, unresolvable, or not in time).
+    pub fn is_connect(&self) -> bool {
+        match self {
+            UpstreamError::Request(err) => err.is_connect(),
+            UpstreamError::Lean(err) => err.is_connect(),
+            UpstreamError::NoResponse(_) => false,
+        }
+    }
+
+    /// A timer ran out (a connection's, or the wait for response headers).
+    pub fn is_timeout(&self) -> bool {
+        match self {
+            UpstreamError::Request(err) => err.is_timeout(),
+            UpstreamError::Lean(err) => err.is_connect_timeout(),
+            UpstreamError::NoResponse(_) => true,
+        }
+    }
+}
+
+impl Agent {
+    pub fn new(
+        config: AgentConfig,
+        gateway_id: &str,
+        limits: &Limits,
+    ) -> Result<Agent, reqwest::Error> {
+        let builder = || {
+            reqwest::Client::builder()
+                .connect_timeout(config.connect_timeout)
+                .tcp_nodelay(true)
+                .no_proxy()
+                .redirect(reqwest::redirect::Policy::none())
+        };
+        // A per-read timeout (reset by every chunk, also bounds the wait for
+        // headers); never a total deadline, which would cut streams.
+        let client = builder().read_timeout(config.idle_timeout).build()?;
+        let stream_client = builder().build()?;
+        // The configuration check refuses invalid headers; none is dropped
+        // silently here for want of a path to report it.
+        let configured_headers = config
+            .headers
+            .iter()
+            .filter_map(|(name, value)| {
+                Some((
+                    HeaderName::from_bytes(name.as_bytes()).ok()?,
+                    HeaderValue::from_str(value).ok()?,
+                ))
+            })
+            .collect();
+        Ok(Agent {
+            configured_headers,
+            via: via_entry(gateway_id),
+            config,
+            client,
+            stream_client,
+            card_timeout: limits.card_timeout,
+            max_card_bytes: limits.max_card_bytes,
+            card: RwLock::new(None),
+            status: RwLock::new(CardStatus::Unknown),
+            warned_foreign: AtomicBool::new(false),
+            fetching: tokio::sync::Mutex::new(()),
+            last_attempt: Mutex::new(None),
+        })
+    }
+
+    /// Sends a request whose answer will be relayed as a converted stream:
+    /// the wait for its headers is bounded by the idle timeout here, the
+    /// body by the relay's own idle timer. Plain-HTTP agents get a
+    /// connection of the relay's own (`lean`); HTTPS ones go through
+    /// reqwest.
+    pub async fn send_stream(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<StreamResponse, UpstreamError> {
+        let idle = self.config.idle_timeout;
+        let (client, request) = request.build_split();
+        let request = request.map_err(UpstreamError::Request)?;
+        let send = async {
+            if lean::serves(&request) {
+                let response = lean::send(&request, self.config.connect_timeout)
+                    .await
+                    .map_err(UpstreamError::Lean)?;
+                return Ok(StreamResponse {
+                    status: response.status,
+                    headers: response.headers,
+                    body: Box::pin(response.body.map_err(BodyError::Lean)),
+                    handed_one_by_one: false,
+                });
+            }
+            let response = client
+                .execute(request)
+                .await
+                .map_err(UpstreamError::Request)?;
+            Ok(StreamResponse {
+                status: response.status(),
+                headers: response.headers().clone(),
+                body: Box::pin(response.bytes_stream().map_err(BodyError::Reqwest)),
+                handed_one_by_one: true,
+            })
+        };
+        match tokio::time::timeout(idle, send).await {
+            Ok(result) => result,
+            Err(_) => Err(UpstreamError::NoResponse(idle)),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+}

@@ -1,0 +1,215 @@
+//! The JSON-RPC bodies of the calls the gateway writes itself (the seed's
+//! body, the AG-UI endpoint's send, a task's get, cancel and resubscribe),
+//! in the agent's dialect (0.3 or 1.0). How they are sent is `outbound`'s.
+
+use serde_json::{Value, json};
+
+use crate::config::A2aVersion;
+
+/// A user message the gateway sends upstream, in no dialect yet.
+#[derive(Debug, Clone, Default)]
+pub struct OutgoingMessage {
+    pub message_id: String,
+    pub parts: Vec<OutgoingPart>,
+    pub context_id: Option<String>,
+    pub task_id: Option<String>,
+    pub metadata: Option<serde_json::Map<String, Value>>,
+    pub extensions: Vec<String>,
+    /// The request's own metadata (`params.metadata`), beside the message.
+    pub request_metadata: Option<serde_json::Map<String, Value>>,
+}
+
+#[derive(Debug, Clone)]
+pub enum OutgoingPart {
+    Text(String),
+    FileUri {
+        uri: String,
+        media_type: Option<String>,
+        name: Option<String>,
+    },
+    FileBytes {
+        bytes: String,
+        media_type: Option<String>,
+        name: Option<String>,
+    },
+    Data(Value),
+    /// A data part with part metadata that says what it is (a tool result,
+    /// the answer to an interrupt).
+    Marked {
+        data: Value,
+        metadata: serde_json::Map<String, Value>,
+    },
+    /// An A2UI client message (a user action): a data part marked with the
+    /// A2UI media type, in part metadata as the A2UI extension says.
+    Ui(Value),
+}
+
+/// The media type A2UI parts carry.
+pub const A2UI_MEDIA_TYPE: &str = "application/json+a2ui";
+
+impl OutgoingPart {
+    fn to_json(&self, version: A2aVersion) -> Value {
+        let v10 = version == A2aVersion::V10;
+        let mut part = match self {
+            OutgoingPart::Text(text) if v10 => json!({ "text": text }),
+            OutgoingPart::Text(text) => json!({ "kind": "text", "text": text }),
+            OutgoingPart::FileUri { uri, .. } if v10 => json!({ "url": uri }),
+            OutgoingPart::FileUri { uri, .. } => json!({ "kind": "file", "file": { "uri": uri } }),
+            OutgoingPart::FileBytes { bytes, .. } if v10 => json!({ "raw": bytes }),
+            OutgoingPart::FileBytes { bytes, .. } => {
+                json!({ "kind": "file", "file": { "bytes": bytes } })
+            }
+            OutgoingPart::Data(data) if v10 => json!({ "data": data }),
+            OutgoingPart::Data(data) => json!({ "kind": "data", "data": data }),
+            OutgoingPart::Marked { data, metadata } if v10 => {
+                json!({ "data": data, "metadata": metadata })
+            }
+            OutgoingPart::Marked { data, metadata } => {
+                json!({ "kind": "data", "data": data, "metadata": metadata })
+            }
+            OutgoingPart::Ui(data) if v10 => {
+                json!({ "data": data, "mediaType": A2UI_MEDIA_TYPE, "metadata": { "mimeType": A2UI_MEDIA_TYPE } })
+            }
+            OutgoingPart::Ui(data) => {
+                json!({ "kind": "data", "data": data, "metadata": { "mimeType": A2UI_MEDIA_TYPE } })
+            }
+        };
+        if let OutgoingPart::FileUri {
+            media_type, name, ..
+        }
+        | OutgoingPart::FileBytes {
+            media_type, name, ..
+        } = self
+        {
+            let (target, media_key, name_key) = if v10 {
+                (&mut part, "mediaType", "filename")
+            } else {
+                (&mut part["file"], "mimeType", "name")
+            };
+            if let Some(media_type) = media_type {
+                target[media_key] = json!(media_type);
+            }
+            if let Some(name) = name {
+                target[name_key] = json!(name);
+            }
+        }
+        part
+    }
+}
+
+/// The JSON-RPC body of a streaming send in the upstream's dialect, and
+/// whether it needs the `A2A-Version: 1.0` header.
+pub fn streaming_request(
+    version: A2aVersion,
+    message: &OutgoingMessage,
+    rpc_id: &str,
+) -> (Value, bool) {
+    let v10 = version == A2aVersion::V10;
+    let parts: Vec<Value> = message.parts.iter().map(|p| p.to_json(version)).collect();
+    let mut msg = if v10 {
+        json!({ "role": "ROLE_USER", "messageId": message.message_id, "parts": parts })
+    } else {
+        json!({ "kind": "message", "role": "user", "messageId": message.message_id, "parts": parts })
+    };
+    if let Some(context) = &message.context_id {
+        msg["contextId"] = json!(context);
+    }
+    if let Some(task) = &message.task_id {
+        msg["taskId"] = json!(task);
+    }
+    if let Some(metadata) = &message.metadata {
+        msg["metadata"] = Value::Object(metadata.clone());
+    }
+    if !message.extensions.is_empty() {
+        msg["extensions"] = json!(message.extensions);
+    }
+    let method = if v10 {
+        "SendStreamingMessage"
+    } else {
+        "message/stream"
+    };
+    let mut params = json!({ "message": msg });
+    if let Some(metadata) = &message.request_metadata {
+        params["metadata"] = Value::Object(metadata.clone());
+    }
+    (
+        json!({ "jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params }),
+        v10,
+    )
+}
+
+/// A call about one task that the gateway makes itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskCall {
+    /// The client went away, or cancelled an interrupt.
+    Cancel,
+    /// Its events again, after the upstream stream broke.
+    Subscribe,
+    /// The task as stored: what a re-attached stream missed, or how it
+    /// ended.
+    Get,
+}
+
+impl TaskCall {
+    fn method(self, v10: bool) -> &'static str {
+        match (self, v10) {
+            (TaskCall::Cancel, true) => "CancelTask",
+            (TaskCall::Cancel, false) => "tasks/cancel",
+            (TaskCall::Subscribe, true) => "SubscribeToTask",
+            (TaskCall::Subscribe, false) => "tasks/resubscribe",
+            (TaskCall::Get, true) => "GetTask",
+            (TaskCall::Get, false) => "tasks/get",
+        }
+    }
+}
+
+/// The JSON-RPC body of a call about one task, in the upstream's dialect.
+pub fn task_request(
+    version: A2aVersion,
+    call: TaskCall,
+    task_id: &str,
+    rpc_id: &str,
+) -> (Value, bool) {
+    let v10 = version == A2aVersion::V10;
+    let method = call.method(v10);
+    (
+        json!({ "jsonrpc": "2.0", "id": rpc_id, "method": method, "params": { "id": task_id } }),
+        v10,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_written_in_each_dialect() {
+        let message = OutgoingMessage {
+            message_id: "m".into(),
+            parts: vec![
+                OutgoingPart::Text("hi".into()),
+                OutgoingPart::FileUri {
+                    uri: "https://x/a.png".into(),
+                    media_type: Some("image/png".into()),
+                    name: None,
+                },
+            ],
+            context_id: Some("c".into()),
+            ..OutgoingMessage::default()
+        };
+        let (v03, header) = streaming_request(A2aVersion::V03, &message, "1");
+        assert!(!header);
+        assert_eq!(v03["method"], "message/stream");
+        assert_eq!(
+            v03["params"]["message"]["parts"][1],
+            json!({ "kind": "file", "file": { "uri": "https://x/a.png", "mimeType": "image/png" } })
+        );
+        let (v10, header) = streaming_request(A2aVersion::V10, &message, "1");
+        assert!(header);
+        assert_eq!(v10["params"]["message"]["role"], "ROLE_USER");
+        assert_eq!(
+            v10["params"]["message"]["parts"][1],
+            json!({ "url": "https://x/a.png", "mediaType": "image/png" })
+        );
+    }
+}
