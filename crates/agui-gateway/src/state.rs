@@ -33,10 +33,10 @@ pub struct AppState {
     pub journal: Option<MemoryJournal>,
     /// With `journal = "redis://…"`: the runs every replica shares (set by
     /// the binary once connected).
-    pub shared: Option<Arc<RedisJournal>>,
+    pub redis: Option<Arc<RedisJournal>>,
 }
 
-pub type SharedState = Arc<AppState>;
+pub type AppHandle = Arc<AppState>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -73,7 +73,7 @@ impl AppState {
                 url: redacted(url),
                 message: err.to_string(),
             })?;
-            state.shared = Some(Arc::new(journal));
+            state.redis = Some(Arc::new(journal));
         }
         Ok(state)
     }
@@ -116,7 +116,7 @@ impl AppState {
             shutdown,
             threads: Threads::default(),
             journal,
-            shared: None,
+            redis: None,
         })
     }
 

@@ -33,7 +33,7 @@ use crate::journal::{RunBy, RunIdentity, ThreadRef};
 use crate::obs::access::{AccessNote, Mode};
 use crate::random::random_u64;
 use crate::relay::{self, Conversion};
-use crate::state::SharedState;
+use crate::state::AppHandle;
 use crate::upstream::Agent;
 use crate::upstream::outbound::{self, Forwarded};
 
@@ -55,7 +55,7 @@ pub struct Call {
 }
 
 /// Runs one `RunAgentInput`.
-pub async fn run(state: SharedState, agent: Arc<Agent>, call: Call) -> Result<Response, ApiError> {
+pub async fn run(state: AppHandle, agent: Arc<Agent>, call: Call) -> Result<Response, ApiError> {
     let Call {
         headers,
         run_by,

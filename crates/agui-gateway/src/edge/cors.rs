@@ -67,13 +67,21 @@ pub fn layer(config: &CorsConfig) -> Option<CorsLayer> {
     )
 }
 
-/// tower-http writes `Access-Control-Expose-Headers` on every answer, the
-/// refused origins' too: without an allowed origin it goes, so a refused
-/// origin gets no CORS header at all.
+/// tower-http writes `Access-Control-Expose-Headers` on every answer and a
+/// preflight's allowed methods, headers and max age whatever the origin:
+/// without an allowed origin they all go, so a refused origin gets no CORS
+/// header at all.
 pub async fn tidy(mut response: axum::response::Response) -> axum::response::Response {
     let headers = response.headers_mut();
     if !headers.contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN) {
-        headers.remove(header::ACCESS_CONTROL_EXPOSE_HEADERS);
+        let cors: Vec<_> = headers
+            .keys()
+            .filter(|name| name.as_str().starts_with("access-control-"))
+            .cloned()
+            .collect();
+        for name in cors {
+            headers.remove(name);
+        }
     }
     response
 }

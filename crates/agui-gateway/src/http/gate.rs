@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::edge::auth::{AuthError, Principal};
 use crate::edge::error::ApiError;
-use crate::state::{AppState, SharedState};
+use crate::state::{AppHandle, AppState};
 use crate::upstream::Agent;
 use crate::upstream::forwarding::{Caller, has_looped};
 
@@ -32,7 +32,7 @@ fn is_probe(state: &AppState, request: &Request) -> bool {
 }
 
 pub async fn gate(
-    State(state): State<SharedState>,
+    State(state): State<AppHandle>,
     mut request: Request,
     next: axum::middleware::Next,
 ) -> Response {

@@ -25,13 +25,13 @@ use crate::obs::access;
 use crate::obs::access::{AccessNote, Mode};
 use crate::random::random_u64;
 use crate::relay::{self, Conversion};
-use crate::state::{AppState, SharedState};
+use crate::state::{AppHandle, AppState};
 use crate::upstream::forwarding::{ReturnPolicy, returned_headers};
 use crate::upstream::outbound::{self, Forwarded};
 use crate::upstream::{Agent, CardStatus, UpstreamError};
 use crate::{agui, resume};
 
-pub fn router(state: SharedState) -> Router {
+pub fn router(state: AppHandle) -> Router {
     let mut router = Router::new().route("/healthz", get(healthz));
     if state.config.admin_listen.is_none() {
         router = router
@@ -84,7 +84,7 @@ pub fn router(state: SharedState) -> Router {
 }
 
 /// The admin listener's routes: probes and metrics, for the cluster only.
-pub fn admin_router(state: SharedState) -> Router {
+pub fn admin_router(state: AppHandle) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -99,7 +99,7 @@ async fn healthz() -> impl IntoResponse {
 /// Ready when not draining and every upstream served its card at the last
 /// background refresh: a probe never calls an upstream, except (one at a
 /// time, at most every 2 s) before an agent's first refresh has finished.
-async fn readyz(State(state): State<SharedState>) -> Result<Response, ApiError> {
+async fn readyz(State(state): State<AppHandle>) -> Result<Response, ApiError> {
     if state.shutdown.unready.is_cancelled() {
         return Err(ApiError::unavailable(
             ErrorCode::GatewayDraining,
@@ -131,7 +131,7 @@ async fn agent_health(agent: &Agent) -> Value {
     }
 }
 
-async fn metrics(State(state): State<SharedState>) -> Response {
+async fn metrics(State(state): State<AppHandle>) -> Response {
     let agents_up: Vec<(&str, bool)> = state
         .agents
         .iter()
@@ -151,7 +151,7 @@ async fn metrics(State(state): State<SharedState>) -> Response {
         .into_response()
 }
 
-async fn list_agents(State(state): State<SharedState>, request: Request) -> Response {
+async fn list_agents(State(state): State<AppHandle>, request: Request) -> Response {
     state
         .metrics
         .count_request(crate::obs::metrics::NO_AGENT, Mode::Agents);
@@ -198,10 +198,7 @@ fn agui_agent(state: &AppState, request: &Request, instead: &str) -> Result<Arc<
     }
 }
 
-async fn agui_run(
-    State(state): State<SharedState>,
-    request: Request,
-) -> Result<Response, ApiError> {
+async fn agui_run(State(state): State<AppHandle>, request: Request) -> Result<Response, ApiError> {
     let agent = agui_agent(&state, &request, "agui")?;
     run_agui(state, agent, request, Mode::Agui).await
 }
@@ -209,7 +206,7 @@ async fn agui_run(
 /// The inspector's run: an AG-UI run of the named agent whose stream
 /// carries the upstream events too.
 async fn inspect_run(
-    State(state): State<SharedState>,
+    State(state): State<AppHandle>,
     request: Request,
 ) -> Result<Response, ApiError> {
     let below = request.uri().path().strip_prefix("/inspect/agents/");
@@ -224,7 +221,7 @@ async fn inspect_run(
 /// An AG-UI run of `agent` (the inspector's too: `Mode::Inspect` taps the
 /// upstream events into the stream).
 async fn run_agui(
-    state: SharedState,
+    state: AppHandle,
     agent: Arc<Agent>,
     request: Request,
     mode: Mode,
@@ -240,7 +237,7 @@ async fn run_agui(
 /// A `RunAgentInput` read, on any route: a reconnect continues its run,
 /// anything else calls the agent.
 async fn agui_input(
-    state: SharedState,
+    state: AppHandle,
     agent: Arc<Agent>,
     parts: &axum::http::request::Parts,
     forwarded: Forwarded,
@@ -273,13 +270,13 @@ fn run_by(agent: &Agent, scope: &str, parts: &axum::http::request::Parts, body: 
     }
 }
 
-async fn connect(State(state): State<SharedState>, request: Request) -> Result<Response, ApiError> {
+async fn connect(State(state): State<AppHandle>, request: Request) -> Result<Response, ApiError> {
     let (agent, parts, caller, body) = run_request(&state, request, "agui/connect").await?;
     AccessNote::noted(&parts.extensions, agent.name(), Mode::Connect);
     resume::connect(&state, &agent, &caller, &parts.headers, &body).await
 }
 
-async fn stop(State(state): State<SharedState>, request: Request) -> Result<Response, ApiError> {
+async fn stop(State(state): State<AppHandle>, request: Request) -> Result<Response, ApiError> {
     let (agent, parts, caller, body) = run_request(&state, request, "agui/stop").await?;
     AccessNote::noted(&parts.extensions, agent.name(), Mode::Stop);
     let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get())
@@ -290,7 +287,7 @@ async fn stop(State(state): State<SharedState>, request: Request) -> Result<Resp
 /// What `connect` and `stop` both start from: the agent (checked against
 /// the caller's allow list), the request's head, its caller and its body.
 async fn run_request(
-    state: &SharedState,
+    state: &AppHandle,
     request: Request,
     route: &'static str,
 ) -> Result<(Arc<Agent>, axum::http::request::Parts, CallerDigest, Bytes), ApiError> {
@@ -330,7 +327,7 @@ async fn read_body(state: &AppState, body: Body) -> Result<Bytes, ApiError> {
 }
 
 async fn proxy_default(
-    State(state): State<SharedState>,
+    State(state): State<AppHandle>,
     request: Request,
 ) -> Result<Response, ApiError> {
     let agent = state.default_agent("")?;
@@ -343,7 +340,7 @@ async fn proxy_default(
 /// the raw URI, still percent-encoded: the router's decoded copy would
 /// turn `%2e%2e` into `..` and `%2F` into `/` before `target` could judge.
 async fn proxy_named(
-    State(state): State<SharedState>,
+    State(state): State<AppHandle>,
     request: Request,
 ) -> Result<Response, ApiError> {
     let (name, path) = split_agent_path(request.uri().path());
@@ -366,7 +363,7 @@ fn split_agent_path(raw: &str) -> (String, String) {
 
 /// An agent's A2A routes: its card, passthrough, or a converted stream.
 async fn proxy(
-    state: SharedState,
+    state: AppHandle,
     agent: Arc<Agent>,
     path: String,
     mount: String,

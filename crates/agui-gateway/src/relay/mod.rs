@@ -11,7 +11,7 @@
 mod batch;
 mod detach;
 mod heal;
-mod shared;
+mod redis_run;
 mod step;
 mod takeover;
 
@@ -30,7 +30,7 @@ use bytes::Bytes;
 use tokio::sync::OwnedSemaphorePermit;
 
 use self::detach::Attached;
-use self::shared::SharedRun;
+use self::redis_run::RedisRun;
 use crate::edge::error::ApiError;
 use crate::journal::redis::RunSpec;
 use crate::journal::{InputOp, RunIdentity, RunLog};
@@ -78,7 +78,7 @@ pub async fn open(
     let key = format!("{:016x}", random_u64());
     // A random tag per run: ids never repeat across the runs of a thread.
     let tag = format!("{:012x}", random_u64() >> 16);
-    let shared = match &state.shared {
+    let shared = match &state.redis {
         Some(journal) => {
             let spec = RunSpec {
                 agent: agent.name().to_owned(),
@@ -93,7 +93,7 @@ pub async fn open(
                 headers: forwarded.for_journal(&agent),
             };
             let limit = 2 * state.config.journal.limits.max_run_bytes;
-            SharedRun::open(journal.clone(), &key, &identity, &spec, limit).await
+            RedisRun::open(journal.clone(), &key, &identity, &spec, limit).await
         }
         None => None,
     };
@@ -215,7 +215,7 @@ struct RelayState {
     /// Re-attach attempts made (`heal`).
     reattached: usize,
     /// With a shared journal: where every chunk is written first.
-    shared: Option<SharedRun>,
+    shared: Option<RedisRun>,
     /// Handed to another replica at shutdown (`stopping`): not ended,
     /// not cancelled.
     handed_over: bool,
@@ -258,7 +258,7 @@ impl RelayState {
         run: Run,
         stream: StreamConverter<SequentialIds>,
         source: Source,
-        shared: Option<SharedRun>,
+        shared: Option<RedisRun>,
     ) -> RelayState {
         let idle_timeout = run.agent.config.idle_timeout;
         let first_deadline = Instant::now() + run.keepalive.min(idle_timeout);

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use a2a_agui::{AguiVersion, Options, OutputFormat, SequentialIds, StreamConverter};
 
-use super::shared::SharedRun;
+use super::redis_run::RedisRun;
 use super::{Conversion, RelayState, Run, Source};
 use crate::journal::redis::{RedisJournal, RemoteRun};
 use crate::journal::{InputOp, RunLog};
@@ -157,7 +157,7 @@ async fn rebuild(
         permit,
     };
     let limit = 2 * state.config.journal.limits.max_run_bytes;
-    let shared = SharedRun::held(journal.clone(), &key, None, last + 1, limit);
+    let shared = RedisRun::held(journal.clone(), &key, None, last + 1, limit);
     let mut relay = RelayState::new(run, stream, Source::Lost, Some(shared));
     relay.published = last;
     Some(relay)

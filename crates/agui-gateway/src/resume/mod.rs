@@ -20,7 +20,7 @@ use crate::journal::redis::{RedisJournal, RemoteRun};
 use crate::journal::{self, CallerDigest, EventId, Owner, ResumeError, RunLog, ThreadRef};
 use crate::obs::access::Mode;
 use crate::relay;
-use crate::state::{AppState, SharedState};
+use crate::state::{AppHandle, AppState};
 use crate::upstream::Agent;
 use crate::upstream::outbound::Forwarded;
 
@@ -55,7 +55,7 @@ async fn find(state: &AppState, key: &str) -> Option<Found> {
     if let Some(log) = state.journal.as_ref().and_then(|j| j.find(key)) {
         return Some(Found::Here(log));
     }
-    let shared = state.shared.clone()?;
+    let shared = state.redis.clone()?;
     match shared.find(key).await {
         Ok(Some(run)) => Some(Found::Elsewhere(shared, Box::new(run))),
         Ok(None) => None,
@@ -71,7 +71,7 @@ async fn find(state: &AppState, key: &str) -> Option<Found> {
 /// started the run (`owner`), else 409; an id the journal no longer
 /// keeps gets 410.
 pub async fn reconnect(
-    state: &SharedState,
+    state: &AppHandle,
     headers: &HeaderMap,
     owner: &Owner,
 ) -> Result<Option<Response>, ApiError> {
@@ -86,7 +86,7 @@ pub async fn reconnect(
     follow(state, found, id.n).await.map(Some)
 }
 
-async fn follow(state: &SharedState, found: Found, after: u64) -> Result<Response, ApiError> {
+async fn follow(state: &AppHandle, found: Found, after: u64) -> Result<Response, ApiError> {
     let body = match found {
         Found::Here(log) => Body::from_stream(journal::follow(log, after, state.config.keepalive)?),
         Found::Elsewhere(shared, run) => {
@@ -103,7 +103,7 @@ async fn follow(state: &SharedState, found: Found, after: u64) -> Result<Respons
 /// live; 204 when the gateway keeps none. With `Last-Event-ID` of that
 /// run, from after that event.
 pub async fn connect(
-    state: &SharedState,
+    state: &AppHandle,
     agent: &Agent,
     caller: &CallerDigest,
     headers: &HeaderMap,
@@ -133,7 +133,7 @@ pub async fn connect(
 /// ended; 409 `RUN_NOT_STOPPABLE` while the agent has not named its task.
 /// (A dropped connection is not a stop: the run goes on for a reconnect.)
 pub async fn stop(
-    state: &SharedState,
+    state: &AppHandle,
     agent: &Agent,
     caller: &CallerDigest,
     forwarded: &Forwarded,
@@ -183,7 +183,7 @@ async fn thread_run(state: &AppState, thread: &ThreadRef, run_id: Option<&str>) 
     {
         return Some(Found::Here(log));
     }
-    let shared = state.shared.as_ref()?;
+    let shared = state.redis.as_ref()?;
     let key = match shared.thread_run(thread, run_id).await {
         Ok(key) => key?,
         Err(err) => {

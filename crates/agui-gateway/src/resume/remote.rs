@@ -19,7 +19,7 @@ use crate::journal::redis::{BLOCK, Entry, RedisJournal, RemoteRun};
 use crate::journal::{ResumeError, RunIdentity, RunLog, frame_start};
 use crate::obs::metrics::NO_AGENT;
 use crate::relay;
-use crate::state::SharedState;
+use crate::state::AppHandle;
 use crate::upstream::Agent;
 
 /// Takeovers one follower starts at most (each releases the lease when it
@@ -27,7 +27,7 @@ use crate::upstream::Agent;
 const MAX_TAKEOVERS: u32 = 3;
 
 struct RemoteFollower {
-    state: SharedState,
+    state: AppHandle,
     journal: Arc<RedisJournal>,
     connection: MultiplexedConnection,
     remote: RemoteRun,
@@ -166,7 +166,7 @@ impl RemoteFollower {
 /// The frames of a run held elsewhere after number `after`, then live.
 /// Refused before any byte when the journal no longer holds them.
 pub async fn follow(
-    state: SharedState,
+    state: AppHandle,
     journal: Arc<RedisJournal>,
     remote: RemoteRun,
     after: u64,

@@ -16,6 +16,7 @@ mod frameworks;
 mod framing;
 mod hardening;
 mod ids;
+mod in_process;
 mod input;
 mod limits;
 mod logs;

@@ -12,7 +12,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use crate::journal::redis::{Appended, Chunk, RENEW_EVERY, RedisJournal, RunSpec};
 use crate::journal::{InputOp, RunIdentity, ThreadRef};
 
-pub(super) struct SharedRun {
+pub(super) struct RedisRun {
     journal: Arc<RedisJournal>,
     key: String,
     /// The input that produced frames not written yet. Cleared only once
@@ -34,7 +34,7 @@ pub(super) struct SharedRun {
     _renewal: DropGuard,
 }
 
-impl SharedRun {
+impl RedisRun {
     /// Records a new run, with this replica holding it; `None` (the run
     /// goes on unshared, with a warning) when Redis fails.
     pub(super) async fn open(
@@ -43,13 +43,13 @@ impl SharedRun {
         identity: &RunIdentity,
         spec: &RunSpec,
         limit: usize,
-    ) -> Option<SharedRun> {
+    ) -> Option<RedisRun> {
         if let Err(err) = journal.open(key, identity, spec).await {
             tracing::warn!(run = key, "the run is not shared: {err}");
             return None;
         }
         let thread = identity.thread.as_ref().map(|(thread, _)| *thread);
-        Some(SharedRun::held(journal, key, thread, 1, limit))
+        Some(RedisRun::held(journal, key, thread, 1, limit))
     }
 
     /// A run whose lease this replica holds, from frame `next` on.
@@ -59,7 +59,7 @@ impl SharedRun {
         thread: Option<ThreadRef>,
         next: u64,
         limit: usize,
-    ) -> SharedRun {
+    ) -> RedisRun {
         let stop = CancellationToken::new();
         let lease_lost = Arc::new(AtomicBool::new(false));
         tokio::spawn(renew(
@@ -69,7 +69,7 @@ impl SharedRun {
             stop.clone(),
             lease_lost.clone(),
         ));
-        SharedRun {
+        RedisRun {
             journal,
             key: key.to_owned(),
             input: Vec::new(),
