@@ -361,7 +361,10 @@ fn split_agent_path(raw: &str) -> (String, String) {
     (name, rest.to_owned())
 }
 
-/// An agent's A2A routes: its card, passthrough, or a converted stream.
+/// An agent's A2A routes, phase by phase (ARCHITECTURE.md, "A request's
+/// life"): `route` (the caller may use the agent; the target below its
+/// base), the body, then the card, a passthrough, an AG-UI run, or
+/// `negotiated` and `convert` (reconnect, call, relay; the relay observes).
 async fn proxy(
     state: AppHandle,
     agent: Arc<Agent>,
@@ -370,33 +373,17 @@ async fn proxy(
     request: Request,
 ) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
-    gate::allowed(&state, &parts.extensions, &agent)?;
-    let query = parts.uri.query();
-    let url = outbound::target(&agent, &path, query)?;
-    let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get())
-        .traced(parts.extensions.get());
+    let routed = route(&state, &agent, &path, &parts)?;
     let body = read_body(&state, body).await?;
     if parts.method == Method::GET && card::is_card_path(&path) {
         state.metrics.count_request(agent.name(), Mode::Card);
         AccessNote::noted(&parts.extensions, agent.name(), Mode::Card);
-        return card::serve(
-            &state.config,
-            &agent,
-            &path,
-            &mount,
-            (&parts.uri, &parts.headers),
-            &forwarded,
-        )
-        .await;
+        let at = (&parts.uri, &parts.headers);
+        return card::serve(&state.config, &agent, &path, &mount, at, &routed.forwarded).await;
     }
-    let negotiated = if wants_agui(&parts.headers, query) {
-        negotiate(&parts.method, &path, &body)?
-    } else {
-        Negotiated::NotConvertible
-    };
-    let seed = match negotiated {
+    match negotiated(&parts, &path, &body)? {
         Negotiated::RunAgentInput => {
-            return agui_input(state, agent, &parts, forwarded, body, Mode::Agui).await;
+            agui_input(state, agent, &parts, routed.forwarded, body, Mode::Agui).await
         }
         Negotiated::NotConvertible => {
             state.metrics.count_request(agent.name(), Mode::Passthrough);
@@ -404,16 +391,67 @@ async fn proxy(
             let public = card::public_base(&state.config, &parts.uri, &parts.headers);
             let call = Passthrough {
                 method: parts.method.clone(),
-                url,
+                url: routed.url,
                 body,
                 gateway_base: format!("{public}{mount}"),
             };
-            return passthrough(&state, &agent, call, &forwarded).await;
+            passthrough(&state, &agent, call, &routed.forwarded).await
         }
-        Negotiated::Forward => None,
-        Negotiated::Build(message) => Some(message),
-    };
-    let run_by = run_by(&agent, &gate::scope(&parts.extensions), &parts, &body);
+        Negotiated::Forward => convert(state, agent, &parts, routed, body, None).await,
+        Negotiated::Build(message) => {
+            convert(state, agent, &parts, routed, body, Some(message)).await
+        }
+    }
+}
+
+/// Where a request to an agent goes, once the caller may use it.
+struct Routed {
+    /// Below the agent's base (`outbound::target`).
+    url: url::Url,
+    /// The client's headers as the agent's policy forwards them.
+    forwarded: Forwarded,
+}
+
+/// The route phase: the caller's `allow`, the target URL, the headers.
+fn route(
+    state: &AppState,
+    agent: &Agent,
+    path: &str,
+    parts: &axum::http::request::Parts,
+) -> Result<Routed, ApiError> {
+    gate::allowed(state, &parts.extensions, agent)?;
+    let url = outbound::target(agent, path, parts.uri.query())?;
+    let forwarded = Forwarded::new(agent, &parts.headers, parts.extensions.get())
+        .traced(parts.extensions.get());
+    Ok(Routed { url, forwarded })
+}
+
+/// The negotiate phase: what a request that is no card wants. Without
+/// `Accept: application/x-agui-events` or `?format=` it passes through.
+fn negotiated(
+    parts: &axum::http::request::Parts,
+    path: &str,
+    body: &Bytes,
+) -> Result<Negotiated, ApiError> {
+    if wants_agui(&parts.headers, parts.uri.query()) {
+        negotiate(&parts.method, path, body)
+    } else {
+        Ok(Negotiated::NotConvertible)
+    }
+}
+
+/// The call and relay phases of a converted A2A call: a reconnect
+/// continues its run; otherwise the call is forwarded as it came (`seed`
+/// none) or built from the seed's message, and its answer relayed.
+async fn convert(
+    state: AppHandle,
+    agent: Arc<Agent>,
+    parts: &axum::http::request::Parts,
+    routed: Routed,
+    body: Bytes,
+    seed: Option<Box<crate::upstream::OutgoingMessage>>,
+) -> Result<Response, ApiError> {
+    let run_by = run_by(&agent, &gate::scope(&parts.extensions), parts, &body);
     if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
         return Ok(resumed);
     }
@@ -423,12 +461,13 @@ async fn proxy(
             interrupts: agent.config.interrupts,
             ..Options::default()
         },
-        format: output_format(query, agent.config.format),
+        format: output_format(parts.uri.query(), agent.config.format),
         on_end: None,
         on_delivered: None,
         access: AccessNote::noted(&parts.extensions, agent.name(), Mode::Converted),
         tap: false,
     };
+    let Routed { url, forwarded } = routed;
     let request = async {
         match seed {
             None => Ok(outbound::forward(

@@ -45,7 +45,7 @@ impl RelayState {
         }
         let mut more = take_scratch();
         let mut idle_turns = 0;
-        while more.len() < BATCH_BYTES && !self.finished && self.deferred.is_none() {
+        while more.len() < BATCH_BYTES && !self.observer.finished && self.deferred.is_none() {
             let Source::Events(body) = &mut self.source else {
                 break;
             };

@@ -15,7 +15,7 @@ impl RelayState {
     /// on, detached, for a reconnect; else (or with no runtime to run it
     /// on) it ends here, in `Drop`.
     fn client_left(self) {
-        if self.finished || self.handed_over || self.run.detach_grace.is_zero() {
+        if self.observer.finished || self.handed_over || self.run.detach_grace.is_zero() {
             return;
         }
         let Some(log) = self.run.log.clone() else {
@@ -81,7 +81,7 @@ impl Drop for RelayState {
             }
             return;
         }
-        if self.finished {
+        if self.observer.finished {
             return;
         }
         self.run.metrics.count_error(

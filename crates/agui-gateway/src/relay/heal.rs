@@ -108,7 +108,7 @@ impl RelayState {
             );
             self.run.metrics.count_reattached();
             self.source = Source::Events(body);
-            self.call_span = span;
+            self.observer.call_span = span;
             self.batch_turns = turns;
             self.last_upstream = Instant::now();
             if let Some(out) = self.feed(&first) {

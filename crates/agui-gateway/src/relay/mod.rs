@@ -11,6 +11,7 @@
 mod batch;
 mod detach;
 mod heal;
+mod observe;
 mod redis_run;
 mod step;
 mod takeover;
@@ -30,13 +31,13 @@ use bytes::Bytes;
 use tokio::sync::OwnedSemaphorePermit;
 
 use self::detach::Attached;
+use self::observe::RunObserver;
 use self::redis_run::RedisRun;
 use crate::edge::error::ApiError;
 use crate::journal::redis::RunSpec;
 use crate::journal::{InputOp, RunIdentity, RunLog};
 use crate::obs::access::AccessNote;
 use crate::obs::metrics::Metrics;
-use crate::obs::telemetry::CallSpan;
 use crate::random::random_u64;
 use crate::state::{AppState, Shutdown};
 use crate::upstream::outbound::{self, Forwarded, Outgoing};
@@ -124,7 +125,7 @@ pub async fn open(
         stream = stream.with_tap();
     }
     let mut state = RelayState::new(run, stream, Source::Done, shared);
-    state.call_span = span;
+    state.observer.call_span = span;
     Ok(relay(state, upstream, started))
 }
 
@@ -231,11 +232,9 @@ struct RelayState {
     /// Scheduler turns a batch may wait through for the next chunk: only
     /// bodies handed over one chunk at a time need them (`batch`).
     batch_turns: u32,
-    finished: bool,
-    active: crate::obs::metrics::ActiveStream,
-    /// The client span of the call whose answer is being read (the
-    /// first, or the last re-attach): ended with it.
-    call_span: CallSpan,
+    /// Where the stream's side effects happen (metrics, access log, span,
+    /// callbacks).
+    observer: RunObserver,
 }
 
 /// The one place an encoding failure is reported: the converter writes
@@ -255,7 +254,7 @@ fn now_ms() -> Option<u64> {
 
 impl RelayState {
     fn new(
-        run: Run,
+        mut run: Run,
         stream: StreamConverter<SequentialIds>,
         source: Source,
         shared: Option<RedisRun>,
@@ -265,7 +264,13 @@ impl RelayState {
         RelayState {
             stop: Box::pin(run.shutdown.stop.clone().cancelled_owned()),
             timer: Box::pin(tokio::time::sleep_until(first_deadline.into())),
-            active: run.metrics.stream_started(run.agent.name()),
+            observer: RunObserver::new(
+                run.metrics.clone(),
+                run.agent.name(),
+                run.conversion.access.take(),
+                run.conversion.on_end.take(),
+                run.conversion.on_delivered.take(),
+            ),
             run,
             stream,
             source,
@@ -281,8 +286,6 @@ impl RelayState {
             task_noted: false,
             deferred: None,
             batch_turns: 0,
-            finished: false,
-            call_span: CallSpan::default(),
         }
     }
 
@@ -302,10 +305,10 @@ impl RelayState {
             many => Bytes::from(many.concat()),
         };
         if let Some(shared) = &mut self.shared {
-            shared.write(last, &joined, self.finished).await;
+            shared.write(last, &joined, self.observer.finished).await;
         }
         if let Some(log) = &self.run.log {
-            log.append(last, joined, self.finished);
+            log.append(last, joined, self.observer.finished);
         }
         self.unpublished.clear();
         self.published = last;
@@ -364,7 +367,7 @@ fn relay(
     let first = match upstream {
         Ok(response) => {
             metrics.observe_upstream_latency(state.run.agent.name(), started.elapsed());
-            state.call_span.answered(response.status);
+            state.observer.call_span.answered(response.status);
             state.upstream_status = response.status;
             state.batch_turns = batch::turns_for(&response);
             let is_sse = is_event_stream(&response.headers);

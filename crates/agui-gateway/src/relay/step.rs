@@ -4,12 +4,13 @@
 
 use std::time::Instant;
 
-use a2a_agui::{ErrorCode, Event, StreamEnd};
+use a2a_agui::{ErrorCode, StreamEnd};
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
 
 use super::heal::{self, Healed};
+use super::observe::Progress;
 use super::{Broke, RelayState, Source, encoded, keep_scratch, now_ms, take_scratch};
 use crate::journal::InputOp;
 
@@ -24,15 +25,14 @@ impl RelayState {
         Bytes::copy_from_slice(out)
     }
 
-    /// Notes the task, the delivery, the events and a terminal event of the
-    /// last converter call. Once per call: the converter's `last_events` are
-    /// those of its last call only, so a second note would count them twice
-    /// and a missing one would lose them.
+    /// After each converter call: the run's task for the journal (what a
+    /// stop cancels, on any replica), then the observer's look at the
+    /// events (`RunObserver::converted`).
     pub(super) fn note_events(&mut self) {
+        let converter = self.stream.converter();
         if !self.task_noted
-            && let Some(task) = self.stream.converter().task_id()
+            && let Some(task) = converter.task_id()
         {
-            // What a stop (`/agui/stop`) cancels, on any replica.
             self.task_noted = true;
             if let Some(log) = &self.run.log {
                 log.note_task(task);
@@ -41,38 +41,12 @@ impl RelayState {
                 shared.note_task(task);
             }
         }
-        if self.run.conversion.on_delivered.is_some() {
-            let converter = self.stream.converter();
-            if (converter.task_id().is_some() || converter.context_id().is_some())
-                && let Some(on_delivered) = self.run.conversion.on_delivered.take()
-            {
-                on_delivered();
-            }
-        }
-        let access = self.run.conversion.access.as_ref();
-        if let Some(note) = access {
-            note.add_events(self.stream.last_events().len());
-        }
-        for event in self.stream.last_events() {
-            self.active.metrics().count_event(event);
-            if event.is_terminal() {
-                self.finished = true;
-                if let Event::RunError { code, .. } = event {
-                    let code = code.as_deref().unwrap_or("unknown");
-                    self.run.metrics.count_error(self.run.agent.name(), code);
-                    // A client that left is no failure of the call.
-                    if code != ErrorCode::ClientDisconnected.as_str() {
-                        self.call_span.fail(crate::obs::metrics::bounded_code(code));
-                    }
-                    if let Some(note) = access {
-                        note.run_error(code);
-                    }
-                }
-                if let Some(on_end) = self.run.conversion.on_end.take() {
-                    on_end(event, self.stream.converter().task_id());
-                }
-            }
-        }
+        let progress = Progress {
+            agent: self.run.agent.name(),
+            task: converter.task_id(),
+            delivered: converter.task_id().is_some() || converter.context_id().is_some(),
+        };
+        self.observer.converted(self.stream.last_events(), progress);
     }
 
     pub(super) fn finish(&mut self, end: StreamEnd) -> Bytes {
@@ -92,7 +66,7 @@ impl RelayState {
     /// The next piece of the response body, or `None` at its end.
     pub(super) async fn next(&mut self) -> Option<Bytes> {
         loop {
-            if self.finished {
+            if self.observer.finished {
                 return None;
             }
             let broke = match &mut self.source {
@@ -149,7 +123,7 @@ impl RelayState {
             };
             // The call is over (its span ends here, not after the
             // re-attach attempts, which have spans of their own).
-            let call = std::mem::take(&mut self.call_span);
+            let call = std::mem::take(&mut self.observer.call_span);
             if matches!(broke, Broke::ReadError) {
                 call.fail("the answer broke off");
             }
