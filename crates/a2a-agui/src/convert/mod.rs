@@ -211,7 +211,8 @@ impl<I: IdSource> Converter<I> {
 
     /// One SSE event from the upstream: its `event:` name and `data:`.
     pub fn push_sse(&mut self, event_name: Option<&str>, data: &[u8], out: &mut Vec<Event>) {
-        if data.iter().all(u8::is_ascii_whitespace) {
+        let data = unframed(data);
+        if data.is_empty() {
             return;
         }
         match read::EventName::of(event_name) {
@@ -586,5 +587,42 @@ fn raw(event: Value) -> Event {
     Event::Raw {
         event,
         source: Some("a2a".to_owned()),
+    }
+}
+
+/// A payload's JSON, without what some agents frame it with: a record
+/// separator before each text (RFC 7464 JSON text sequences, as one
+/// framework writes every `data:`), a byte-order mark, white space. What
+/// follows is read as JSON as any payload is; anything else still fails.
+fn unframed(data: &[u8]) -> &[u8] {
+    const BOM: &[u8] = "\u{feff}".as_bytes();
+    let mut rest = data;
+    loop {
+        // Nearly every payload: JSON at once.
+        match rest.first() {
+            Some(b'{' | b'[') | None => return rest,
+            Some(0x1e) => rest = &rest[1..],
+            Some(b) if b.is_ascii_whitespace() => rest = &rest[1..],
+            Some(_) => match rest.strip_prefix(BOM) {
+                Some(after) => rest = after,
+                None => return rest,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod framing_tests {
+    use super::unframed;
+
+    #[test]
+    fn framing_before_the_json_is_dropped_and_nothing_else() {
+        assert_eq!(unframed(b"\x1e{\"a\":1}\n"), b"{\"a\":1}\n");
+        assert_eq!(unframed("\u{feff} \x1e\t[1]".as_bytes()), b"[1]");
+        assert_eq!(unframed(b"{}"), b"{}");
+        assert_eq!(unframed(b" \x1e "), b"");
+        // Not JSON after the framing: left for the reader to refuse.
+        assert_eq!(unframed(b"\x1enot json"), b"not json");
+        assert_eq!(unframed(b"\xef\xbbx"), b"\xef\xbbx");
     }
 }
