@@ -65,6 +65,7 @@ pub async fn serve(config: Config, banner: Option<String>, log: Log) -> anyhow::
         None => None,
     };
     // Tests and scripts wait for this line ("listening on http://…").
+    let signals = Signals::install();
     announce(log, &format!("agui-gateway listening on http://{local}"));
     if let Some(admin) = &admin
         && let Ok(address) = admin.local_addr()
@@ -82,7 +83,7 @@ pub async fn serve(config: Config, banner: Option<String>, log: Log) -> anyhow::
         let state = state.clone();
         move || state.is_idle()
     };
-    tokio::spawn(watch_signals(shutdown.clone(), timing, idle));
+    tokio::spawn(watch_signals(signals, shutdown.clone(), timing, idle));
     if let Some(admin) = admin {
         // Probes must answer while the main listener is full: a cap of its own.
         let admin_limits = ConnectionLimits {
@@ -156,8 +157,13 @@ struct Drain {
 /// served), draining after `delay` (no new requests), then stop as soon as
 /// nothing is in flight or when `grace` is over, whichever comes first. A
 /// second Ctrl-C exits at once.
-async fn watch_signals(shutdown: Shutdown, drain: Drain, idle: impl Fn() -> bool) {
-    wait_for_signal().await;
+async fn watch_signals(
+    mut signals: Signals,
+    shutdown: Shutdown,
+    drain: Drain,
+    idle: impl Fn() -> bool,
+) {
+    signals.either().await;
     let signalled = tokio::time::Instant::now();
     tracing::info!(
         grace_secs = drain.grace.as_secs(),
@@ -165,11 +171,10 @@ async fn watch_signals(shutdown: Shutdown, drain: Drain, idle: impl Fn() -> bool
         "shutting down: no new requests, open streams may finish"
     );
     shutdown.unready.cancel();
-    tokio::spawn(async {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            tracing::warn!("interrupted again: exiting now");
-            std::process::exit(130);
-        }
+    tokio::spawn(async move {
+        signals.interrupt().await;
+        tracing::warn!("interrupted again: exiting now");
+        std::process::exit(130);
     });
     tokio::time::sleep(drain.delay).await;
     shutdown.draining.cancel();
@@ -191,25 +196,65 @@ async fn watch_signals(shutdown: Shutdown, drain: Drain, idle: impl Fn() -> bool
     shutdown.stop.cancel();
 }
 
-async fn wait_for_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// SIGTERM and SIGINT, caught from before the gateway says it listens: a
+/// signal that came before the handler was in place would kill the process
+/// at once, with no drain (a pod stopped right after it started).
+struct Signals {
     #[cfg(unix)]
-    {
-        let term = async {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(mut term) => {
-                    term.recv().await;
-                }
-                Err(_) => std::future::pending::<()>().await,
+    term: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    interrupt: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn install() -> Signals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Signals {
+                term: signal(SignalKind::terminate()).ok(),
+                interrupt: signal(SignalKind::interrupt()).ok(),
             }
-        };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term => {}
         }
+        #[cfg(not(unix))]
+        Signals {}
     }
-    #[cfg(not(unix))]
-    ctrl_c.await;
+
+    /// The first SIGTERM or SIGINT.
+    async fn either(&mut self) {
+        #[cfg(unix)]
+        {
+            let term = async {
+                match &mut self.term {
+                    Some(term) => term.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let interrupt = async {
+                match &mut self.interrupt {
+                    Some(interrupt) => interrupt.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = term => {}
+                _ = interrupt => {}
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+    }
+
+    /// The next SIGINT.
+    async fn interrupt(mut self) {
+        #[cfg(unix)]
+        match &mut self.interrupt {
+            Some(interrupt) => {
+                interrupt.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
