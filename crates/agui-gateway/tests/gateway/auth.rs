@@ -79,6 +79,24 @@ async fn jwks_server_of(keys: Value) -> (String, Arc<AtomicUsize>) {
     (format!("http://{addr}/jwks.json"), fetches)
 }
 
+/// A gateway in front of the recording agent, taking JWTs from `jwks` for
+/// the test issuer and audience, from the command line.
+fn jwt_gateway(up: std::net::SocketAddr, jwks: &str) -> Process {
+    let upstream = format!("http://{up}/agents/a/");
+    let mut command = std::process::Command::new(gateway_binary());
+    command
+        .args(["--upstream", &upstream, "--listen", "127.0.0.1:0"])
+        .args(["--jwks-url", jwks, "--jwt-audience", "agui-gateway"])
+        .args(["--jwt-issuer", "https://issuer.test/"])
+        .env("AGUI_GATEWAY_LOG", "warn");
+    start_within(
+        command,
+        "listening on ",
+        "the gateway",
+        std::time::Duration::from_secs(30),
+    )
+}
+
 /// A run on `/agui` with `bearer` goes through to its end.
 async fn assert_run_finishes(gw: &Process, bearer: &str) {
     let text = client()
@@ -351,19 +369,7 @@ async fn the_request_past_the_burst_gets_429_with_retry_after() {
 async fn a_jwks_from_the_command_line_takes_tokens_with_the_default_algorithms() {
     let (up, recorder) = recording_upstream().await;
     let (jwks, _) = jwks_server().await;
-    let upstream = format!("http://{up}/agents/a/");
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_agui-gateway"));
-    command
-        .args(["--upstream", &upstream, "--listen", "127.0.0.1:0"])
-        .args(["--jwks-url", &jwks, "--jwt-audience", "agui-gateway"])
-        .args(["--jwt-issuer", "https://issuer.test/"])
-        .env("AGUI_GATEWAY_LOG", "warn");
-    let gw = start_within(
-        command,
-        "listening on ",
-        "the gateway",
-        std::time::Duration::from_secs(30),
-    );
+    let gw = jwt_gateway(up, &jwks);
     let client = client();
     let alice = token("test-only-jwt-ed25519.pem", json!({}));
     assert_run_finishes(&gw, &alice).await;
@@ -405,19 +411,7 @@ async fn keys_not_for_signing_and_tokens_from_the_future_are_refused_with_their_
         key("verify", json!({ "key_ops": ["verify"] })),
     ]))
     .await;
-    let upstream = format!("http://{up}/agents/a/");
-    let mut command = std::process::Command::new(gateway_binary());
-    command
-        .args(["--upstream", &upstream, "--listen", "127.0.0.1:0"])
-        .args(["--jwks-url", &jwks, "--jwt-audience", "agui-gateway"])
-        .args(["--jwt-issuer", "https://issuer.test/"])
-        .env("AGUI_GATEWAY_LOG", "warn");
-    let gw = start_within(
-        command,
-        "listening on ",
-        "the gateway",
-        std::time::Duration::from_secs(30),
-    );
+    let gw = jwt_gateway(up, &jwks);
     let pem = "test-only-jwt-ed25519.pem";
     let cases = [
         (
