@@ -486,10 +486,13 @@ impl<I: IdSource> Converter<I> {
             }
             Block::ToolResult(result) => {
                 self.blocks.close(out);
-                let answered = result
-                    .name
-                    .filter(|_| result.answers_last_call && result.id.is_none())
-                    .and_then(|name| self.tools.unanswered(name));
+                // A result that names no call answers the open call of
+                // its tool's name (ADK's code execution result, agents
+                // that give results no id).
+                let answered = match result.id {
+                    None => self.tools.open_call(result.name),
+                    Some(_) => None,
+                };
                 let key = match (result.id, answered) {
                     (_, Some(key)) => key,
                     (Some(id), None) if self.tools.knows(id) => id.to_owned(),

@@ -2,7 +2,7 @@
 //! END at once: A2A delivers arguments whole); its result follows as
 //! `TOOL_CALL_RESULT`, gathered first when it comes in pieces.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use serde_json::Value;
 
@@ -12,6 +12,9 @@ use crate::digest::WordHashBuilder;
 use crate::event::{Event, Id, ToolRole};
 use crate::ids::{IdKind, IdSource};
 use crate::read::ToolResult;
+
+/// How many unanswered calls a result without a call id may answer.
+const MAX_OPEN_CALLS: usize = 64;
 
 #[derive(Debug)]
 struct ToolState {
@@ -23,8 +26,10 @@ struct ToolState {
 #[derive(Debug, Default)]
 pub(super) struct Tools {
     calls: HashMap<String, ToolState, WordHashBuilder>,
-    /// The latest call announced and not yet answered: (name, key).
-    unanswered: Option<(String, String)>,
+    /// Calls announced and not yet answered, oldest first: (name, key).
+    /// At most `MAX_OPEN_CALLS`; an older one is no longer answered by
+    /// name (its result still finds it by id).
+    open_calls: VecDeque<(String, String)>,
     /// Calls of client-declared tools, waiting for the run to end.
     pub(super) client_calls: Vec<Id>,
     /// Output gathered over every call, within `MAX_PENDING_TOOL_OUTPUT`:
@@ -38,11 +43,17 @@ impl Tools {
         self.calls.contains_key(id)
     }
 
-    /// The latest call, if it is named `name` and still has no result.
-    pub(super) fn unanswered(&self, name: &str) -> Option<String> {
-        match &self.unanswered {
-            Some((called, key)) if called == name => Some(key.clone()),
-            _ => None,
+    /// The call a result that names no call answers: the oldest open
+    /// call of the result's name, or, when the result names no tool
+    /// either, the latest open call.
+    pub(super) fn open_call(&self, name: Option<&str>) -> Option<String> {
+        match name {
+            Some(name) => self
+                .open_calls
+                .iter()
+                .find(|(called, _)| called == name)
+                .map(|(_, key)| key.clone()),
+            None => self.open_calls.back().map(|(_, key)| key.clone()),
         }
     }
 
@@ -78,7 +89,10 @@ impl Tools {
         out.push(Event::ToolCallEnd {
             tool_call_id: tool_call_id.clone(),
         });
-        self.unanswered = Some((name.to_owned(), key.clone()));
+        if self.open_calls.len() == MAX_OPEN_CALLS {
+            self.open_calls.pop_front();
+        }
+        self.open_calls.push_back((name.to_owned(), key.clone()));
         if self.calls.len() < MAX_TRACKED {
             self.calls.insert(
                 key,
@@ -101,9 +115,7 @@ impl Tools {
         result: ToolResult<'_>,
         out: &mut Vec<Event>,
     ) {
-        if self.unanswered.as_ref().is_some_and(|(_, k)| *k == key) {
-            self.unanswered = None;
-        }
+        self.open_calls.retain(|(_, k)| *k != key);
         // A client tool the agent answered itself: the client need not run it.
         let shown = self.calls.get(&key).map(|t| t.id.clone());
         self.client_calls

@@ -11,6 +11,7 @@
 use serde_json::Value;
 
 use super::json::{Object, flag, id, text};
+use super::tool::content_of;
 use super::{Block, PartBody, Thinking, ToolCall, ToolResult, UNKNOWN_TOOL};
 
 /// The tool name code execution is shown under.
@@ -56,7 +57,6 @@ pub(super) fn block<'a>(meta: &'a Object, body: &PartBody<'a>) -> Option<Block<'
             content: content_of(data.get("response")),
             error: None,
             is_final: true,
-            answers_last_call: false,
         })),
         "executable_code" => Some(Block::ToolCall(ToolCall {
             id: None,
@@ -80,19 +80,9 @@ pub(super) fn block<'a>(meta: &'a Object, body: &PartBody<'a>) -> Option<Block<'
                 }),
                 content: output,
                 is_final: true,
-                answers_last_call: true,
             }))
         }
         _ => None,
-    }
-}
-
-/// A tool's answer as text: a string as it is, anything else as JSON.
-fn content_of(value: Option<&Value>) -> String {
-    match value {
-        Some(Value::String(s)) => s.clone(),
-        None | Some(Value::Null) => String::new(),
-        Some(other) => other.to_string(),
     }
 }
 

@@ -1,7 +1,6 @@
-//! Data parts that other A2A↔AG-UI bridges and agent servers define:
-//! - `@ag-ui/a2a` (the official bridge): `{"type":"tool-call","id","name",
-//!   "arguments","rawArguments"}` and `{"type":"tool-result","toolCallId",
-//!   "payload"}`;
+//! Data parts that other A2A↔AG-UI bridges and agent servers define (the
+//! `@ag-ui/a2a` bridge's `tool-call` / `tool-result` parts are read by
+//! their shape, in `shape`):
 //! - LangGraph Agent Server: `{"tool_results":[{"toolCallId","name",
 //!   "content","status"}]}`, results whose calls were never sent;
 //! - shared state (ag-ui PR #1936, and the gateway's AG-UI input
@@ -11,26 +10,12 @@
 use serde_json::Value;
 
 use super::json::{Object, array, id, text};
-use super::{Block, ToolCall, ToolResult, UNKNOWN_TOOL};
+use super::{Block, ToolResult};
 
 /// Calls `f` with each block a bridge data part stands for; false when the
 /// data is none of these conventions.
 pub(super) fn read<'a>(data: &'a Object, f: &mut impl FnMut(Block<'a>)) -> bool {
     match text(data, "type") {
-        Some("tool-call") => {
-            let arguments = match (data.get("arguments"), text(data, "rawArguments")) {
-                (Some(arguments), _) if !arguments.is_null() => arguments.clone(),
-                (_, Some(raw)) => Value::from(raw),
-                _ => Value::Object(Object::new()),
-            };
-            f(Block::ToolCall(ToolCall {
-                id: id(data, "id"),
-                name: text(data, "name").unwrap_or(UNKNOWN_TOOL),
-                arguments,
-                result: None,
-            }));
-            return true;
-        }
         Some("agui-state-snapshot") => {
             if let Some(snapshot) = data.get("snapshot").filter(|s| !s.is_null()) {
                 f(Block::StateSnapshot(snapshot));
@@ -47,15 +32,6 @@ pub(super) fn read<'a>(data: &'a Object, f: &mut impl FnMut(Block<'a>)) -> bool 
                 f(Block::StatePatch(patch));
                 return true;
             }
-        }
-        Some("tool-result") => {
-            f(Block::ToolResult(result(
-                id(data, "toolCallId"),
-                None,
-                data.get("payload"),
-                false,
-            )));
-            return true;
         }
         _ => {}
     }
@@ -91,7 +67,6 @@ fn result<'a>(
         error: failed.then(|| content.clone()),
         content,
         is_final: true,
-        answers_last_call: false,
     }
 }
 

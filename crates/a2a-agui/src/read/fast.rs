@@ -148,6 +148,12 @@ struct PartMetadata {
     kind: Option<IgnoredAny>,
     adk_thought: Option<IgnoredAny>,
     adk_type: Option<IgnoredAny>,
+    // What `shape` reads as reasoning.
+    thought: Option<IgnoredAny>,
+    thinking: Option<IgnoredAny>,
+    reasoning: Option<IgnoredAny>,
+    #[serde(rename = "type")]
+    part_type: Option<IgnoredAny>,
 }
 
 /// What the fast reader recognised: a plain-text artifact chunk (when the
@@ -249,6 +255,10 @@ impl Part<'_> {
                 || m.kind.is_some()
                 || m.adk_thought.is_some()
                 || m.adk_type.is_some()
+                || m.thought.is_some()
+                || m.thinking.is_some()
+                || m.reasoning.is_some()
+                || m.part_type.is_some()
         });
         self.text.is_some()
             && matches!(self.kind, None | Some("text"))

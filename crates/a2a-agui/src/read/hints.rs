@@ -10,11 +10,11 @@
 
 use serde_json::Value;
 
-use super::json::{Object, flag, id, metadata, text};
+use super::json::{Object, flag, metadata, text};
 use super::part::part_body_of;
-use super::tool::{tool_arguments, tool_payload, tool_result};
+use super::tool::{self, hinted_result, tool_payload};
 use super::{
-    Block, PartBody, PartMeaning, Thinking, ToolCall, UNKNOWN_TOOL, a2ui, adk, bridges, hector,
+    Block, PartBody, PartMeaning, Thinking, ToolCall, UNKNOWN_TOOL, a2ui, adk, bridges, shape,
 };
 use crate::custom::{Citation, Trajectory};
 
@@ -55,6 +55,8 @@ struct PartHints<'a> {
     thinking_type: Option<&'a str>,
     error_code: Option<&'a str>,
     acp_kind: Option<&'a str>,
+    /// A flag or `type` saying the part is reasoning (`shape`).
+    reasoning: bool,
 }
 
 fn hector_text<'a>(meta: &'a Object, key: &str, prefixed: &str) -> Option<&'a str> {
@@ -83,6 +85,7 @@ fn part_hints(meta: Option<&Object>) -> PartHints<'_> {
         thinking_type: hector_text(meta, "thinking_type", "agui_thinking_type"),
         error_code: hector_text(meta, "error_code", "agui_error_code"),
         acp_kind: text(meta, "kind").filter(|k| *k == "citation" || *k == "trajectory"),
+        reasoning: shape::text_is_reasoning(meta),
     }
 }
 
@@ -93,7 +96,10 @@ impl PartHints<'_> {
             Some("trajectory") => return PartRole::Trajectory,
             _ => {}
         }
-        if self.event_type == Some("thinking") || self.block_type == Some("thinking") {
+        if self.event_type == Some("thinking")
+            || self.block_type == Some("thinking")
+            || self.reasoning
+        {
             return PartRole::Thinking;
         }
         match self.event_type {
@@ -163,7 +169,7 @@ pub(super) fn read_part<'a>(part: &'a Object, f: &mut impl FnMut(PartMeaning, Bl
         ),
         PartRole::ToolResult => f(
             PartMeaning::Other,
-            Block::ToolResult(tool_result(
+            Block::ToolResult(hinted_result(
                 hints.tool_call_id,
                 hints.tool_name,
                 hints.is_error,
@@ -198,8 +204,10 @@ pub(super) fn read_part<'a>(part: &'a Object, f: &mut impl FnMut(PartMeaning, Bl
         }
         PartRole::Plain => {
             if let PartBody::Data(data) = &body {
-                if let Some(block) = hector::v2_block(data) {
-                    return f(PartMeaning::Other, block);
+                if shape::read(part, part_metadata, data, &mut |block| {
+                    f(PartMeaning::Other, block)
+                }) {
+                    return;
                 }
                 if let Some(data) = data.as_object()
                     && bridges::read(data, &mut |block| f(PartMeaning::Other, block))
@@ -249,12 +257,12 @@ fn tool_call<'a>(hints: &PartHints<'a>, body: &PartBody<'a>) -> ToolCall<'a> {
     ToolCall {
         id: hints
             .tool_call_id
-            .or_else(|| payload.and_then(|p| id(p, "id"))),
+            .or_else(|| payload.and_then(tool::call_id)),
         name: hints
             .tool_name
-            .or_else(|| payload.and_then(|p| text(p, "name")))
+            .or_else(|| payload.and_then(tool::name))
             .unwrap_or(UNKNOWN_TOOL),
-        arguments: payload.map_or_else(|| Value::Object(Object::new()), tool_arguments),
+        arguments: payload.map_or_else(|| Value::Object(Object::new()), tool::arguments),
         result: None,
     }
 }

@@ -22,6 +22,7 @@ mod hints;
 mod json;
 mod part;
 mod said;
+mod shape;
 mod tool;
 
 use serde_json::Value;
@@ -379,9 +380,6 @@ pub(crate) struct ToolResult<'a> {
     pub error: Option<String>,
     /// False for a piece of incremental output; more follows.
     pub is_final: bool,
-    /// The result names no call: it answers the latest call of its name
-    /// that has no result yet (ADK's code execution result).
-    pub answers_last_call: bool,
 }
 
 /// The tool name used when an agent names none.

@@ -1,26 +1,76 @@
-//! Tool calls and results as agents spell them: a payload flat or nested
-//! under `data`, arguments as `input` (JSON text or object) and/or
-//! `arguments`, content as text or JSON.
+//! Tool calls and results by their key families: every spelling agents
+//! use for a tool's name, its call's id, its arguments and its result,
+//! in one place, so that a framework nobody tuned for is read like the
+//! ones that were.
+//!
+//! - name: `name`, `tool_name`, `toolName`, `function_name`,
+//!   `functionName`, `function.name`;
+//! - call id: `id`, `tool_call_id`, `toolCallId`, `call_id`, `callId`,
+//!   `tool_use_id`, `toolUseId` (a result names its call by any of them
+//!   but `id` first, `id` last);
+//! - arguments: `arguments`, `args`, `input`, `parameters`,
+//!   `function.arguments` (an object, or JSON text kept as sent), then the
+//!   `@ag-ui/a2a` bridge's `rawArguments`; Hector overlays `arguments` on
+//!   `input` when both are objects;
+//! - result: `result`, `output`, `content`, `response`, `payload` (a
+//!   string as it is, anything else as JSON text); an error by `error`,
+//!   `is_error` / `isError`, or `status: "error"`.
 
 use serde_json::Value;
 
-use super::json::{Object, object, text};
-use super::{PartBody, ToolResult};
+use super::json::{Object, flag, id, object, text};
+use super::{PartBody, ToolCall, ToolResult, UNKNOWN_TOOL};
 
-/// A tool call's payload, flat or nested once more under `data`.
+const NAME_KEYS: [&str; 5] = [
+    "name",
+    "tool_name",
+    "toolName",
+    "function_name",
+    "functionName",
+];
+/// How a result names its call; `id` comes last (on a result it may be
+/// the result's own id).
+const CALL_ID_KEYS: [&str; 6] = [
+    "tool_call_id",
+    "toolCallId",
+    "call_id",
+    "callId",
+    "tool_use_id",
+    "toolUseId",
+];
+const ARGUMENT_KEYS: [&str; 4] = ["arguments", "args", "input", "parameters"];
+const RESULT_KEYS: [&str; 5] = ["result", "output", "content", "response", "payload"];
+
+/// The tool's name, in whichever key carries it.
+pub(super) fn name(payload: &Object) -> Option<&str> {
+    NAME_KEYS
+        .iter()
+        .find_map(|k| text(payload, k))
+        .or_else(|| object(payload, "function").and_then(|f| text(f, "name")))
+        .filter(|n| !n.is_empty())
+}
+
+/// The call's id, as a call spells it (`id` first).
+pub(super) fn call_id(payload: &Object) -> Option<&str> {
+    id(payload, "id").or_else(|| result_call_id(payload))
+}
+
+/// The id of the call a result answers (`id` last).
+fn result_call_id(payload: &Object) -> Option<&str> {
+    CALL_ID_KEYS.iter().find_map(|k| id(payload, k))
+}
+
+/// A tool call's payload, flat or nested once more under `data` (Hector
+/// v1 puts the call in a data part whose metadata says what it is).
 pub(super) fn tool_payload(data: &Value) -> Option<&Object> {
     let obj = data.as_object()?;
     let looks_like_call = |o: &Object| {
-        [
-            "id",
-            "name",
-            "arguments",
-            "input",
-            "tool_call_id",
-            "content",
-        ]
-        .iter()
-        .any(|k| o.contains_key(*k))
+        NAME_KEYS
+            .iter()
+            .chain(&ARGUMENT_KEYS)
+            .chain(&CALL_ID_KEYS)
+            .chain(&["id", "content", "function"])
+            .any(|k| o.contains_key(*k))
     };
     if looks_like_call(obj) {
         return Some(obj);
@@ -28,34 +78,88 @@ pub(super) fn tool_payload(data: &Value) -> Option<&Object> {
     object(obj, "data").filter(|inner| looks_like_call(inner))
 }
 
-/// Tool input as Hector merges it: `input` (a JSON string or an object)
-/// overlaid with `arguments` (an object), `arguments` winning.
-pub(super) fn tool_arguments(payload: &Object) -> Value {
-    let from_input = match payload.get("input") {
-        Some(Value::String(s)) => serde_json::from_str::<Value>(s).ok(),
-        Some(v @ Value::Object(_)) => Some(v.clone()),
+/// A call read from its payload; `None` without a name unless `unnamed`
+/// is allowed (the part declared itself a call in so many words).
+pub(super) fn call(payload: &Object, unnamed: bool) -> Option<ToolCall<'_>> {
+    let name = match name(payload) {
+        Some(name) => name,
+        None if unnamed => UNKNOWN_TOOL,
+        None => return None,
+    };
+    Some(ToolCall {
+        id: call_id(payload),
+        name,
+        arguments: arguments(payload),
+        result: None,
+    })
+}
+
+/// The call's arguments. JSON text is kept as sent (the client gets those
+/// very bytes); text that is not JSON is a JSON string.
+pub(super) fn arguments(payload: &Object) -> Value {
+    let as_object = |v: &Value| match v {
+        Value::String(s) => serde_json::from_str::<Value>(s)
+            .ok()
+            .filter(Value::is_object),
+        Value::Object(_) => Some(v.clone()),
         _ => None,
     };
-    match (from_input, payload.get("arguments")) {
-        (Some(Value::Object(mut merged)), Some(Value::Object(args))) => {
-            for (k, v) in args {
-                merged.insert(k.clone(), v.clone());
-            }
-            Value::Object(merged)
+    // Hector: `input` overlaid with `arguments`, `arguments` winning.
+    if let (Some(Value::Object(mut merged)), Some(Value::Object(args))) = (
+        payload.get("input").and_then(as_object),
+        payload.get("arguments"),
+    ) {
+        for (k, v) in args {
+            merged.insert(k.clone(), v.clone());
         }
-        (_, Some(Value::String(s))) => {
-            serde_json::from_str::<Value>(s).unwrap_or_else(|_| Value::from(s.as_str()))
-        }
-        (_, Some(args)) => args.clone(),
-        (Some(input), None) => input,
-        (None, None) => Value::Object(Object::new()),
+        return Value::Object(merged);
+    }
+    let function = object(payload, "function").and_then(|f| f.get("arguments"));
+    ARGUMENT_KEYS
+        .iter()
+        .filter_map(|k| payload.get(*k))
+        .chain(function)
+        .find(|v| !v.is_null())
+        .cloned()
+        .or_else(|| text(payload, "rawArguments").map(Value::from))
+        .unwrap_or_else(|| Value::Object(Object::new()))
+}
+
+/// A tool's answer as text: a string as it is, anything else as JSON.
+pub(super) fn content_of(value: Option<&Value>) -> String {
+    match value {
+        Some(Value::String(s)) => s.clone(),
+        None | Some(Value::Null) => String::new(),
+        Some(other) => other.to_string(),
     }
 }
 
-/// A tool result from its hinted fields and its part's content: the
-/// payload's `content` (else the part's text), its `error`, and Hector's
-/// `is_error` flag.
-pub(super) fn tool_result<'a>(
+/// A result read from its payload: its call's id and name, its content
+/// and whether it failed.
+pub(super) fn result(payload: &Object) -> ToolResult<'_> {
+    let content = content_of(RESULT_KEYS.iter().find_map(|k| payload.get(*k)));
+    let failed = flag(payload, "is_error")
+        .or_else(|| flag(payload, "isError"))
+        .unwrap_or(false)
+        || text(payload, "status")
+            .is_some_and(|s| s.eq_ignore_ascii_case("error") || s.eq_ignore_ascii_case("failed"));
+    let error = text(payload, "error")
+        .filter(|e| !e.is_empty())
+        .map(str::to_owned)
+        .or_else(|| failed.then(|| content.clone()));
+    ToolResult {
+        id: result_call_id(payload).or_else(|| id(payload, "id")),
+        name: name(payload),
+        content,
+        error,
+        is_final: true,
+    }
+}
+
+/// A tool result from part-metadata hints (Hector v1) and its part's
+/// content: the payload's `content` (else the part's text), its `error`,
+/// and the hint's `is_error` flag.
+pub(super) fn hinted_result<'a>(
     id: Option<&'a str>,
     name: Option<&'a str>,
     is_error: bool,
@@ -84,11 +188,10 @@ pub(super) fn tool_result<'a>(
         (_, error) => error,
     };
     ToolResult {
-        id: id.or_else(|| payload.and_then(|p| super::json::id(p, "tool_call_id"))),
+        id: id.or_else(|| payload.and_then(result_call_id)),
         name,
         content,
         error,
         is_final: is_final.unwrap_or(true),
-        answers_last_call: false,
     }
 }

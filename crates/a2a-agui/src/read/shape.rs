@@ -1,0 +1,269 @@
+//! What a data part (or a text part's metadata) declares itself to be,
+//! read from its shape instead of from which framework sent it.
+//!
+//! Precedence, first match wins (part-metadata marks that name a
+//! framework's own vocabulary, ADK's `adk_*` and Hector's hints, are read
+//! before this, in `hints`):
+//! 1. the data's own `type`, then its `kind`, in any spelling
+//!    (`tool-call`, `tool_call`, `toolCall`, `function_call`, `tool_use`;
+//!    `tool-result`, `function_response`, `tool_output`, …; `reasoning`,
+//!    `thinking`, `thought`);
+//! 2. the part's media type (on the part or in its metadata: `mediaType`,
+//!    `mimeType`): one naming a tool result, a tool call or a function, or
+//!    reasoning;
+//! 3. the part metadata's `type` / `kind`, spelled as in 1;
+//! 4. an OpenAI-shaped call: a `function` object with `name` and
+//!    `arguments`.
+//!
+//! A declaration in so many words (1) is a call even without a name
+//! (`unknown_tool`); a weaker one (2, 3) needs a name, else the part
+//! stays data. A result is never read as a call. What the fields are
+//! called is `tool`'s business.
+
+use serde_json::Value;
+
+use super::json::{Object, flag, id, object, text};
+use super::{Block, Thinking, ToolCall, tool};
+
+/// What a part declares itself to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Declared {
+    ToolCall,
+    ToolResult,
+    Reasoning,
+}
+
+/// How strongly: by the data's own type, or only by a media type or
+/// metadata.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Said {
+    InTheData,
+    Around,
+}
+
+const CALL_WORDS: [&str; 4] = ["toolcall", "functioncall", "tooluse", "toolinvocation"];
+const RESULT_WORDS: [&str; 8] = [
+    "toolresult",
+    "functionresult",
+    "functionresponse",
+    "toolresponse",
+    "tooloutput",
+    "functioncalloutput",
+    "toolcallresult",
+    "tooluseresult",
+];
+const REASONING_WORDS: [&str; 4] = ["reasoning", "thinking", "thought", "thoughts"];
+/// Media-type words, results first (`function-response` names a function).
+const MEDIA_RESULT: [&str; 5] = [
+    "toolresult",
+    "functionresult",
+    "functionresponse",
+    "tooloutput",
+    "toolresponse",
+];
+const MEDIA_CALL: [&str; 4] = ["toolcall", "functioncall", "tooluse", "function"];
+/// Longer values are no declaration (and are not folded).
+const MAX_WORD: usize = 64;
+
+/// `value` with case and every character that is not a letter or digit
+/// ignored: `Tool-Call`, `tool_call` and `toolCall` fold alike.
+fn folded(value: &str) -> impl Iterator<Item = u8> + '_ {
+    value
+        .bytes()
+        .filter(u8::is_ascii_alphanumeric)
+        .map(|b| b.to_ascii_lowercase())
+}
+
+fn is_word(value: &str, words: &[&str]) -> bool {
+    value.len() <= MAX_WORD && words.iter().any(|w| folded(value).eq(w.bytes()))
+}
+
+/// What a `type` / `kind` value declares, in any spelling.
+pub(super) fn declared_by_word(value: &str) -> Option<Declared> {
+    if is_word(value, &CALL_WORDS) {
+        Some(Declared::ToolCall)
+    } else if is_word(value, &RESULT_WORDS) {
+        Some(Declared::ToolResult)
+    } else if is_word(value, &REASONING_WORDS) {
+        Some(Declared::Reasoning)
+    } else {
+        None
+    }
+}
+
+/// What a media type declares (`application/vnd.acme.tool-call+json`).
+fn declared_by_media_type(media_type: &str) -> Option<Declared> {
+    if media_type.len() > 2 * MAX_WORD {
+        return None;
+    }
+    let folded: Vec<u8> = folded(media_type).collect();
+    let has = |words: &[&str]| {
+        words
+            .iter()
+            .any(|w| folded.windows(w.len()).any(|win| win == w.as_bytes()))
+    };
+    if has(&MEDIA_RESULT) {
+        Some(Declared::ToolResult)
+    } else if has(&MEDIA_CALL) {
+        Some(Declared::ToolCall)
+    } else if has(&REASONING_WORDS) {
+        Some(Declared::Reasoning)
+    } else {
+        None
+    }
+}
+
+/// The media type a part states, on itself or in its metadata.
+pub(super) fn media_type<'a>(part: &'a Object, meta: Option<&'a Object>) -> Option<&'a str> {
+    const KEYS: [&str; 4] = ["mediaType", "mimeType", "media_type", "mime_type"];
+    let on = |o: &'a Object| KEYS.iter().find_map(|k| text(o, k));
+    on(part).or_else(|| meta.and_then(on))
+}
+
+/// What a text part's metadata declares: reasoning by a flag (`thought`,
+/// `thinking`, `reasoning`: true) or by its `type` / `kind`.
+pub(super) fn text_is_reasoning(meta: &Object) -> bool {
+    ["thought", "thinking", "reasoning"]
+        .iter()
+        .any(|k| flag(meta, k) == Some(true))
+        || ["type", "kind"]
+            .iter()
+            .any(|k| text(meta, k).and_then(declared_by_word) == Some(Declared::Reasoning))
+}
+
+/// Calls `f` with what a data part declares itself to be; false when it
+/// declares nothing this module reads (or too little: a weakly declared
+/// call without a name).
+pub(super) fn read<'a>(
+    part: &'a Object,
+    meta: Option<&'a Object>,
+    data: &'a Value,
+    f: &mut impl FnMut(Block<'a>),
+) -> bool {
+    let Some(fields) = data.as_object() else {
+        return false;
+    };
+    let in_data = ["type", "kind"]
+        .iter()
+        .find_map(|k| text(fields, k).and_then(declared_by_word));
+    let around = || {
+        media_type(part, meta)
+            .and_then(declared_by_media_type)
+            .or_else(|| {
+                let meta = meta?;
+                ["type", "kind"]
+                    .iter()
+                    .find_map(|k| text(meta, k).and_then(declared_by_word))
+            })
+    };
+    let (declared, said) = match in_data {
+        Some(declared) => (declared, Said::InTheData),
+        None => match around() {
+            Some(declared) => (declared, Said::Around),
+            None => return openai_call(fields, f),
+        },
+    };
+    match declared {
+        Declared::ToolCall => {
+            let Some(call) = tool::tool_payload(data)
+                .and_then(|payload| tool::call(payload, said == Said::InTheData))
+            else {
+                return false;
+            };
+            f(Block::ToolCall(call));
+        }
+        Declared::ToolResult => f(Block::ToolResult(tool::result(fields))),
+        Declared::Reasoning => f(Block::Thinking(thought(fields))),
+    }
+    true
+}
+
+/// `{"id", "type": "function", "function": {"name", "arguments"}}`: a call
+/// in the chat-completions shape. A function with `parameters` and no
+/// `arguments` is a tool's declaration, not a call.
+fn openai_call<'a>(fields: &'a Object, f: &mut impl FnMut(Block<'a>)) -> bool {
+    let Some(function) = object(fields, "function") else {
+        return false;
+    };
+    if !function.contains_key("arguments") || tool::name(fields).is_some() {
+        return false;
+    }
+    let Some(name) = text(function, "name").filter(|n| !n.is_empty()) else {
+        return false;
+    };
+    f(Block::ToolCall(ToolCall {
+        id: tool::call_id(fields),
+        name,
+        arguments: tool::arguments(fields),
+        result: None,
+    }));
+    true
+}
+
+/// A thought in a data part: its text under `text`, `content`,
+/// `reasoning`, `thinking` or `thought`; Hector v2's block id, status
+/// (`completed`: the text is the whole thought again) and signature.
+fn thought(fields: &Object) -> Thinking<'_> {
+    const TEXT_KEYS: [&str; 5] = ["text", "content", "reasoning", "thinking", "thought"];
+    Thinking {
+        text: TEXT_KEYS.iter().find_map(|k| text(fields, k)).unwrap_or(""),
+        block_id: id(fields, "id"),
+        signature: text(fields, "signature").filter(|s| !s.is_empty()),
+        thinking_type: text(fields, "thinking_type"),
+        completed: text(fields, "status") == Some("completed"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spellings_fold_alike() {
+        for word in [
+            "tool-call",
+            "tool_call",
+            "toolCall",
+            "Tool Call",
+            "function_call",
+            "tool_use",
+        ] {
+            assert_eq!(declared_by_word(word), Some(Declared::ToolCall), "{word}");
+        }
+        for word in [
+            "tool-result",
+            "function_response",
+            "toolOutput",
+            "function_call_output",
+        ] {
+            assert_eq!(declared_by_word(word), Some(Declared::ToolResult), "{word}");
+        }
+        for word in ["reasoning", "THINKING", "thought"] {
+            assert_eq!(declared_by_word(word), Some(Declared::Reasoning), "{word}");
+        }
+        for word in ["tool", "call", "function", "text", "data", ""] {
+            assert_eq!(declared_by_word(word), None, "{word}");
+        }
+    }
+
+    #[test]
+    fn media_types_name_results_before_functions() {
+        let by = declared_by_media_type;
+        assert_eq!(
+            by("application/vnd.acme.tool-call+json"),
+            Some(Declared::ToolCall)
+        );
+        assert_eq!(
+            by("application/vnd.acme.function+json"),
+            Some(Declared::ToolCall)
+        );
+        assert_eq!(
+            by("application/vnd.acme.function-response+json"),
+            Some(Declared::ToolResult)
+        );
+        assert_eq!(by("application/x-tool_result"), Some(Declared::ToolResult));
+        assert_eq!(by("text/x-reasoning"), Some(Declared::Reasoning));
+        assert_eq!(by("application/json"), None);
+        assert_eq!(by("application/json+a2ui"), None);
+    }
+}
