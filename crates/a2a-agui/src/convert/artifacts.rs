@@ -11,7 +11,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::block::Segment;
-use super::repeat::{Evidence, Repeat};
+use super::repeat::{Evidence, Repeat, extends};
 use super::{Converter, MAX_TRACKED};
 use crate::custom::{ArtifactNotice, Custom, EventMetadata};
 use crate::digest::{TextDigest, WordHashBuilder};
@@ -234,10 +234,21 @@ impl<I: IdSource> Converter<I> {
         }
         let shown = self.artifacts.get(id).map_or(0, |a| a.parts_seen);
         let replaced = !chunk.append && shown > 0;
+        // A replacement: what was streamed stays, the new content is a new
+        // message (or nothing, when it repeats what was streamed), unless
+        // it is a snapshot of the text still open (an agent that sends the
+        // whole text so far each time): then only its rest continues it.
+        let snapshot_of_open = replaced
+            && self.blocks.open_text_digest_for(key).is_some_and(|open| {
+                chunk
+                    .parts
+                    .unhinted_text()
+                    .is_some_and(|whole| extends(&whole, open).is_some())
+            });
         if replaced {
-            // A replacement: what was streamed stays, the new content is a
-            // new message (or nothing, when it repeats what was streamed).
-            self.blocks.close_text(out);
+            if !snapshot_of_open {
+                self.blocks.close_text(out);
+            }
             if let Some(state) = self.artifacts.state(id) {
                 state.parts_seen = 0;
             }

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::hash::BuildHasher;
 
 use super::MAX_TRACKED;
-use super::repeat::Transcript;
+use super::repeat::{Evidence, Repeat, Transcript};
 use crate::custom::{Custom, ReasoningNotice};
 use crate::digest::{TextDigest, WordHashBuilder};
 use crate::event::{AssistantRole, Event, Id, ReasoningRole, TextMetadata};
@@ -58,6 +58,7 @@ struct OpenText {
 struct OpenReasoning {
     span: Id,
     message: Id,
+    digest: TextDigest,
     block: Option<String>,
     signature: Option<String>,
     thinking_type: Option<String>,
@@ -79,6 +80,8 @@ pub(super) struct Blocks {
     /// Reasoning blocks already closed, by upstream block id.
     closed_blocks: HashSet<String, WordHashBuilder>,
     pub(super) transcript: Transcript,
+    /// The run's reasoning, to recognise a thought sent again whole.
+    thoughts: Transcript,
     /// Set while a run ends waiting for input: the text message it closes
     /// says which task is waiting (see `Event::TextMessageEnd`).
     pub(super) closing_metadata: Option<TextMetadata>,
@@ -144,6 +147,7 @@ impl Blocks {
     }
 
     fn closed_reasoning(&mut self, open: OpenReasoning, out: &mut Vec<Event>) {
+        self.thoughts.record_segment(open.digest);
         if let Some(block) = &open.block
             && self.closed_blocks.len() < MAX_TRACKED
         {
@@ -224,6 +228,25 @@ impl Blocks {
                 return;
             }
         }
+        // A thought streamed in chunks and then sent whole (as agents do
+        // with answers) adds nothing; one that extends it adds the rest.
+        let open_digest = match &self.open {
+            Open::Reasoning(r) => Some(r.digest),
+            _ => None,
+        };
+        let rest;
+        let mut text = thinking.text;
+        if !text.is_empty() {
+            match self.thoughts.classify(text, open_digest, Evidence::Opening) {
+                Repeat::Skip if thinking.completed => return self.close_reasoning(out),
+                Repeat::Skip => return,
+                Repeat::Remainder(remainder) => {
+                    rest = remainder;
+                    text = &rest;
+                }
+                Repeat::Emit => {}
+            }
+        }
         // Thinking parts without a block id continue the open block: Hector
         // would start a block per chunk (its bug), which no UI wants.
         let continues =
@@ -242,6 +265,7 @@ impl Blocks {
             self.open = Open::Reasoning(OpenReasoning {
                 span,
                 message,
+                digest: TextDigest::default(),
                 block: thinking.block_id.map(str::to_owned),
                 signature: None,
                 thinking_type: None,
@@ -254,10 +278,12 @@ impl Blocks {
             if let Some(kind) = thinking.thinking_type {
                 open.thinking_type = Some(kind.to_owned());
             }
-            if !thinking.text.is_empty() {
+            if !text.is_empty() {
+                open.digest.update(text);
+                self.thoughts.record_delta(text);
                 out.push(Event::ReasoningMessageContent {
                     message_id: open.message.clone(),
-                    delta: thinking.text.to_owned(),
+                    delta: text.to_owned(),
                 });
             }
         }

@@ -23,8 +23,7 @@ mod status;
 mod subagents;
 mod tools;
 mod ui;
-
-use std::collections::HashSet;
+mod versions;
 
 use serde_json::Value;
 
@@ -36,9 +35,10 @@ use self::status::Origin;
 use self::subagents::Subagents;
 use self::tools::Tools;
 use self::ui::Surfaces;
+use self::versions::Versions;
 use crate::codes::ErrorCode;
 use crate::custom::{AcpStatus, Custom, DataNotice, ErrorNotice, FileNotice};
-use crate::digest::{TextDigest, WordHashBuilder};
+use crate::digest::TextDigest;
 use crate::event::{Event, Outcome, Patch, PatchOp, RunResult};
 use crate::ids::{IdSource, SequentialIds};
 use crate::read::{self, AcpEvent, AcpRunIds, Block, ErrorReport, Item, Object};
@@ -119,7 +119,8 @@ pub struct Converter<I = SequentialIds> {
     blocks: Blocks,
     tools: Tools,
     artifacts: Artifacts,
-    seen_messages: HashSet<String, WordHashBuilder>,
+    /// What each message id has shown (`versions`).
+    versions: Versions,
     /// The parts of the last agent message, fingerprinted: ADK's closing
     /// artifact repeats them, data parts included.
     last_message_parts: Option<TextDigest>,
@@ -154,7 +155,7 @@ impl<I: IdSource> Converter<I> {
             blocks: Blocks::default(),
             tools: Tools::default(),
             artifacts: Artifacts::default(),
-            seen_messages: HashSet::default(),
+            versions: Versions::default(),
             last_message_parts: None,
             surfaces: Surfaces::default(),
         }

@@ -157,7 +157,7 @@ impl Transcript {
 }
 
 /// The rest of `whole` when it starts with the text `streamed` digests.
-fn extends(whole: &str, streamed: TextDigest) -> Option<&str> {
+pub(super) fn extends(whole: &str, streamed: TextDigest) -> Option<&str> {
     let len = streamed.len();
     (len > 0
         && whole.len() > len

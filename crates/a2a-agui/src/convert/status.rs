@@ -6,12 +6,16 @@ use serde_json::Value;
 use super::block::Segment;
 use super::repeat::{Evidence, Repeat};
 use super::run::Lifecycle;
-use super::{Converter, MAX_TRACKED, raw};
+use super::versions::{PartPlan, Plan};
+use super::{Converter, raw};
 use crate::codes::ErrorCode;
 use crate::custom::{Citation, Custom, ErrorNotice, MessageMetadata, StatusNotice};
+use crate::digest::TextDigest;
 use crate::event::{Event, TextMetadata};
 use crate::ids::IdSource;
-use crate::read::{self, Block, MessageNote, MessageView, Object, Status, StatusView, one_line};
+use crate::read::{
+    self, Block, MessageNote, MessageView, Object, PartMeaning, Status, StatusView, one_line,
+};
 use crate::state::TaskState;
 
 /// Where a message came from; decides its text key and de-duplication.
@@ -166,7 +170,16 @@ impl<I: IdSource> Converter<I> {
         let message_id = message.message_id;
         if origin == Origin::Stream {
             self.run.saw_agent_message = true;
-        } else if message_id.is_some_and(|id| self.seen_messages.contains(id)) {
+        }
+        // A message id sent again shows only what is new in it.
+        let plan = match message_id {
+            Some(id) => {
+                let metadata = message.metadata.map(TextDigest::of_json);
+                self.versions.plan(id, message.parts, metadata)
+            }
+            None => Plan::First,
+        };
+        if plan.adds_nothing() {
             return;
         }
         let parts = message.parts.fingerprint();
@@ -175,46 +188,28 @@ impl<I: IdSource> Converter<I> {
         let repeats_last =
             origin == Origin::Closing && parts.is_some() && parts == self.last_message_parts;
         self.last_message_parts = parts;
-        self.state_delta(message.state_delta, out);
-        if let Some(id) = message_id
-            && self.seen_messages.len() < MAX_TRACKED
-            && !self.seen_messages.contains(id)
-        {
-            self.seen_messages.insert(id.to_owned());
+        let metadata_new = match &plan {
+            Plan::First => true,
+            Plan::Again {
+                metadata_changed, ..
+            } => *metadata_changed,
+        };
+        if metadata_new {
+            self.state_delta(message.state_delta, out);
         }
         let key = match origin {
             Origin::Stream => Segment::message(message_id.unwrap_or("")),
             Origin::Status | Origin::Closing => Segment::status(),
         };
-        // A closing status often repeats the answer already streamed
-        // (Hector sends the whole text again): repeats add nothing, and a
-        // message that extends what was streamed adds only the extension.
-        let repeat = match origin {
-            _ if repeats_last => Repeat::Skip,
-            Origin::Closing => message.plain_text().map_or(Repeat::Emit, |whole| {
-                self.blocks.transcript.classify(
-                    &whole,
-                    self.blocks.open_text_digest(),
-                    Evidence::Closing,
-                )
-            }),
-            // LangGraph sends each status message with all the text so far.
-            // (Only while status text is open can it be cumulative.)
-            Origin::Status => match self.blocks.open_text_digest_for(Segment::status()) {
-                Some(open) => message.plain_text().map_or(Repeat::Emit, |whole| {
-                    self.blocks.transcript.cumulative(&whole, Some(open))
-                }),
-                None => Repeat::Emit,
-            },
-            Origin::Stream => Repeat::Emit,
-        };
-        match repeat {
-            // A repeat adds no text; its metadata (citations, requests) still counts.
-            Repeat::Skip => {}
-            Repeat::Remainder(rest) => self.blocks.text(&mut self.ids, key, &rest, out),
-            Repeat::Emit => message
-                .parts
-                .for_each_block(|_, block| self.on_block(block, key, None, out)),
+        match plan {
+            Plan::First => self.first_version(&message, origin, key, repeats_last, out),
+            Plan::Again { parts, .. } if !repeats_last => {
+                self.again(&message, &parts, origin, key, out);
+            }
+            Plan::Again { .. } => {}
+        }
+        if !metadata_new {
+            return;
         }
         if let Some(metadata) = message.metadata {
             read::message_notes(metadata, |note| match note {
@@ -234,6 +229,108 @@ impl<I: IdSource> Converter<I> {
                         metadata: rest,
                     })));
                 }
+            });
+        }
+    }
+
+    /// A message id's first version: its parts, less what a closing or a
+    /// cumulative status message repeats of the text streamed before it.
+    fn first_version(
+        &mut self,
+        message: &MessageView<'_>,
+        origin: Origin,
+        key: Segment,
+        repeats_last: bool,
+        out: &mut Vec<Event>,
+    ) {
+        // A closing status often repeats the answer already streamed
+        // (Hector sends the whole text again): repeats add nothing, and a
+        // message that extends what was streamed adds only the extension.
+        let repeat = match origin {
+            _ if repeats_last => Repeat::Skip,
+            // Its text is judged as a whole, whatever else it carries (a
+            // closing message may resend the run's thoughts and calls too).
+            Origin::Closing => message.parts.unhinted_text().map_or(Repeat::Emit, |whole| {
+                self.blocks.transcript.classify(
+                    &whole,
+                    self.blocks.open_text_digest(),
+                    Evidence::Closing,
+                )
+            }),
+            // LangGraph sends each status message with all the text so far.
+            // (Only while status text is open can it be cumulative.)
+            Origin::Status => match self.blocks.open_text_digest_for(Segment::status()) {
+                Some(open) => message.plain_text().map_or(Repeat::Emit, |whole| {
+                    self.blocks.transcript.cumulative(&whole, Some(open))
+                }),
+                None => Repeat::Emit,
+            },
+            Origin::Stream => Repeat::Emit,
+        };
+        if let Repeat::Emit = repeat {
+            return message
+                .parts
+                .for_each_block(|_, block| self.on_block(block, key, None, out));
+        }
+        // A repeat adds no text (what is new of it stands where its text
+        // began); its other parts, and its metadata, still count.
+        let mut rest = match repeat {
+            Repeat::Remainder(rest) => Some(rest),
+            _ => None,
+        };
+        message.parts.for_each_block(|meaning, block| match block {
+            Block::Text(_) if meaning == PartMeaning::PlainText => {
+                if let Some(rest) = rest.take() {
+                    self.blocks.text(&mut self.ids, key, &rest, out);
+                }
+            }
+            block => self.on_block(block, key, None, out),
+        });
+    }
+
+    /// A later version of a message id: per part, what is new.
+    fn again(
+        &mut self,
+        message: &MessageView<'_>,
+        plans: &[PartPlan],
+        origin: Origin,
+        key: Segment,
+        out: &mut Vec<Event>,
+    ) {
+        for (index, plan) in plans.iter().enumerate() {
+            let from = match plan {
+                PartPlan::Skip => continue,
+                PartPlan::Whole => 0,
+                PartPlan::From(from) => *from,
+            };
+            message.parts.nth(index).for_each_block(|meaning, block| {
+                let block = match block {
+                    Block::Text(text) if from > 0 => Block::Text(text.get(from..).unwrap_or("")),
+                    // A closing message's new text may still repeat what
+                    // streamed elsewhere (an artifact).
+                    Block::Text(text)
+                        if origin == Origin::Closing && meaning == PartMeaning::PlainText =>
+                    {
+                        let open = self.blocks.open_text_digest();
+                        match self
+                            .blocks
+                            .transcript
+                            .classify(text, open, Evidence::Closing)
+                        {
+                            Repeat::Skip => return,
+                            Repeat::Remainder(rest) => {
+                                return self.blocks.text(&mut self.ids, key, &rest, out);
+                            }
+                            Repeat::Emit => Block::Text(text),
+                        }
+                    }
+                    Block::Thinking(mut thinking) if from > 0 => {
+                        thinking.text = thinking.text.get(from..).unwrap_or("");
+                        Block::Thinking(thinking)
+                    }
+                    block => block,
+                };
+                self.on_block(block, key, None, out);
             });
         }
     }

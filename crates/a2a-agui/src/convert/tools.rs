@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::{MAX_PENDING_TOOL_OUTPUT, MAX_TRACKED};
 use crate::custom::{Custom, ToolError};
-use crate::digest::WordHashBuilder;
+use crate::digest::{TextDigest, WordHashBuilder};
 use crate::event::{Event, Id, ToolRole};
 use crate::ids::{IdKind, IdSource};
 use crate::read::ToolResult;
@@ -21,6 +21,9 @@ struct ToolState {
     id: Id,
     pending: String,
     pending_error: Option<String>,
+    /// The last whole result delivered: the same result sent again (a
+    /// closing message repeating the run's parts) adds nothing.
+    delivered: Option<TextDigest>,
 }
 
 #[derive(Debug, Default)]
@@ -100,6 +103,7 @@ impl Tools {
                     id: tool_call_id.clone(),
                     pending: String::new(),
                     pending_error: None,
+                    delivered: None,
                 },
             );
         }
@@ -125,6 +129,13 @@ impl Tools {
             emit_result(ids, key.into(), result.content, result.error, out);
             return;
         }
+        if let Some(tool) = self.calls.get(&key)
+            && result.is_final
+            && tool.pending.is_empty()
+            && tool.delivered == Some(TextDigest::of(&result.content))
+        {
+            return;
+        }
         // Checked before the piece is added: what is gathered so far goes
         // out first when the piece would take the run past the bound.
         if self.pending_bytes + result.content.len() > MAX_PENDING_TOOL_OUTPUT {
@@ -141,6 +152,7 @@ impl Tools {
         if result.is_final || tool.pending.len() >= MAX_PENDING_TOOL_OUTPUT {
             self.pending_bytes -= tool.pending.len();
             let content = std::mem::take(&mut tool.pending);
+            tool.delivered = Some(TextDigest::of(&content));
             let error = tool.pending_error.take();
             let tool_call_id = tool.id.clone();
             emit_result(ids, tool_call_id, content, error, out);

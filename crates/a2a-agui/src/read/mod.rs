@@ -213,6 +213,35 @@ impl<'a> Parts<'a> {
         }
     }
 
+    /// Each part as a version of a message compares it: its text (any
+    /// text part, hinted or not), else a digest of the part as sent.
+    pub(crate) fn for_each_piece(&self, mut f: impl FnMut(usize, Piece<'a>)) {
+        use crate::digest::TextDigest;
+        match self {
+            Parts::Values(values) => {
+                for (i, value) in values.iter().enumerate() {
+                    match value.as_object().map(part::part_body_of) {
+                        Some(PartBody::Text(text)) => f(i, Piece::Text(text)),
+                        _ => f(i, Piece::Other(TextDigest::of_json(value))),
+                    }
+                }
+            }
+            Parts::Plain(parts) => {
+                for (i, part) in parts.iter().enumerate() {
+                    f(i, Piece::Text(part.text()));
+                }
+            }
+        }
+    }
+
+    /// The part at `index` alone (none past the end).
+    pub(crate) fn nth(self, index: usize) -> Parts<'a> {
+        match self {
+            Parts::Values(v) => Parts::Values(v.get(index..=index).unwrap_or(&[])),
+            Parts::Plain(p) => Parts::Plain(p.get(index..=index).unwrap_or(&[])),
+        }
+    }
+
     /// The parts as JSON values (none for the fast reader's plain text,
     /// which never reads a snapshot).
     pub(crate) fn values(&self) -> &'a [Value] {
@@ -301,6 +330,12 @@ impl<'a> Parts<'a> {
             }
         }
     }
+}
+
+/// One part as versions of a message compare it.
+pub(crate) enum Piece<'a> {
+    Text(&'a str),
+    Other(crate::digest::TextDigest),
 }
 
 /// Whether a block came from a plain text part (the closing-repeat check

@@ -1,0 +1,206 @@
+//! A message sent again under its id: what is new in it is decided from
+//! what that id has shown so far, the same way for every agent.
+//!
+//! Agents send one message id many times: as whole snapshots of the text
+//! so far (`""`, `"It is "`, `"It is 21C "`: a Task per event), as deltas
+//! under one id, or as the whole message again at the end (ADK repeats
+//! its last event as the waiting status). Part by part (by position):
+//! - a text part that equals what its position has shown adds nothing;
+//! - one that extends it is a snapshot: only the rest is new;
+//! - one that does neither is a delta: all of it is new, and what the
+//!   position has shown grows by it (so the whole text resent at the end
+//!   is recognised as what was shown);
+//! - an empty text shows nothing and ends nothing: the next version
+//!   continues from what was shown;
+//! - any other part adds nothing when it is the same as before.
+//!
+//! Memory is bounded: `MAX_TRACKED` ids (then a new id is shown whole, as
+//! if seen first), `MAX_PARTS` positions per id (then later parts are
+//! shown whole).
+
+use std::collections::HashMap;
+
+use super::MAX_TRACKED;
+use super::repeat::extends;
+use crate::digest::{TextDigest, WordHashBuilder};
+use crate::read::{Parts, Piece};
+
+/// Positions remembered per message id.
+const MAX_PARTS: usize = 64;
+
+#[derive(Debug, Clone, Copy)]
+struct Shown {
+    /// For text, everything its position has shown; else the part's.
+    digest: TextDigest,
+    text: bool,
+}
+
+#[derive(Debug, Default)]
+struct Message {
+    parts: Vec<Shown>,
+    metadata: Option<TextDigest>,
+}
+
+/// What to show of one part of a message seen before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PartPlan {
+    /// All of it.
+    Whole,
+    /// Nothing: shown already.
+    Skip,
+    /// Its text from this byte on.
+    From(usize),
+}
+
+/// What to show of a message.
+pub(super) enum Plan {
+    /// The id was not seen (or is not tracked): all of it, as a new message.
+    First,
+    /// Seen before: per part; `metadata_changed` says whether its metadata
+    /// differs from the last version's.
+    Again {
+        parts: Vec<PartPlan>,
+        metadata_changed: bool,
+    },
+}
+
+impl Plan {
+    /// True when the message adds nothing at all.
+    pub(super) fn adds_nothing(&self) -> bool {
+        match self {
+            Plan::First => false,
+            Plan::Again {
+                parts,
+                metadata_changed,
+            } => !metadata_changed && parts.iter().all(|p| *p == PartPlan::Skip),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Versions {
+    by_id: HashMap<String, Message, WordHashBuilder>,
+}
+
+impl Versions {
+    /// The plan for a version of message `id`, and what it shows recorded.
+    pub(super) fn plan(
+        &mut self,
+        id: &str,
+        parts: Parts<'_>,
+        metadata: Option<TextDigest>,
+    ) -> Plan {
+        let Some(message) = self.by_id.get_mut(id) else {
+            if self.by_id.len() < MAX_TRACKED {
+                let mut message = Message {
+                    parts: Vec::new(),
+                    metadata,
+                };
+                parts.for_each_piece(|i, piece| {
+                    if i < MAX_PARTS {
+                        message.parts.push(first_sight(&piece));
+                    }
+                });
+                self.by_id.insert(id.to_owned(), message);
+            }
+            return Plan::First;
+        };
+        let metadata_changed = metadata.is_some() && metadata != message.metadata;
+        message.metadata = metadata;
+        let mut plans = Vec::with_capacity(parts.len());
+        parts.for_each_piece(|i, piece| {
+            let plan = match message.parts.get_mut(i) {
+                Some(shown) => again(shown, &piece),
+                None => {
+                    if i < MAX_PARTS {
+                        message.parts.push(first_sight(&piece));
+                    }
+                    PartPlan::Whole
+                }
+            };
+            plans.push(plan);
+        });
+        Plan::Again {
+            parts: plans,
+            metadata_changed,
+        }
+    }
+}
+
+fn first_sight(piece: &Piece<'_>) -> Shown {
+    match piece {
+        Piece::Text(text) => Shown {
+            digest: TextDigest::of(text),
+            text: true,
+        },
+        Piece::Other(digest) => Shown {
+            digest: *digest,
+            text: false,
+        },
+    }
+}
+
+/// What a part adds over what its position showed, and the record updated.
+fn again(shown: &mut Shown, piece: &Piece<'_>) -> PartPlan {
+    match piece {
+        Piece::Text(text) if shown.text => {
+            if shown.digest.len() == 0 {
+                shown.digest = TextDigest::of(text);
+                return PartPlan::Whole;
+            }
+            if text.len() == shown.digest.len() && TextDigest::of(text) == shown.digest {
+                return PartPlan::Skip;
+            }
+            if extends(text, shown.digest).is_some() {
+                let from = shown.digest.len();
+                shown.digest = TextDigest::of(text);
+                return PartPlan::From(from);
+            }
+            shown.digest.update(text);
+            PartPlan::Whole
+        }
+        Piece::Other(digest) if !shown.text && *digest == shown.digest => PartPlan::Skip,
+        _ => {
+            *shown = first_sight(piece);
+            PartPlan::Whole
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::read::Parts;
+
+    fn texts(versions: &mut Versions, id: &str, text: &str) -> Vec<String> {
+        let value = serde_json::json!([{"kind": "text", "text": text}]);
+        let parts = Parts::Values(value.as_array().map(Vec::as_slice).unwrap_or(&[]));
+        match versions.plan(id, parts, None) {
+            Plan::First => vec![text.to_owned()],
+            Plan::Again { parts, .. } => parts
+                .iter()
+                .filter_map(|p| match p {
+                    PartPlan::Whole => Some(text.to_owned()),
+                    PartPlan::From(n) => Some(text[*n..].to_owned()),
+                    PartPlan::Skip => None,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn snapshots_deltas_and_resends_show_the_text_once() {
+        let shown = |chunks: &[&str]| {
+            let mut versions = Versions::default();
+            chunks
+                .iter()
+                .flat_map(|c| texts(&mut versions, "m", c))
+                .collect::<String>()
+        };
+        let answer = "It is 21C in Paris.";
+        assert_eq!(shown(&["", "It is ", "It is 21C ", answer]), answer);
+        assert_eq!(shown(&["It is ", "21C ", "in Paris."]), answer);
+        assert_eq!(shown(&["It is ", "21C ", "in Paris.", answer]), answer);
+        assert_eq!(shown(&["It is ", "It is 21C ", answer, answer]), answer);
+    }
+}
