@@ -128,6 +128,9 @@ impl<I: IdSource> Converter<I> {
                     self.status_notice(&status, metadata, out);
                 }
                 self.run.last_state = Some(state);
+                if let Some(call) = metadata.and_then(read::event_tool_call) {
+                    self.on_block(Block::ToolCall(call), Segment::status(), None, out);
+                }
                 if let Some(message) = status.message {
                     self.on_message(message, Origin::Status, out);
                 }

@@ -131,6 +131,49 @@ pub(super) fn text_is_reasoning(meta: &Object) -> bool {
             .any(|k| text(meta, k).and_then(declared_by_word) == Some(Declared::Reasoning))
 }
 
+/// Lifecycle words an event type may end with (`tool_call_started`).
+const LIFECYCLE: [&str; 9] = [
+    "started",
+    "start",
+    "begin",
+    "delta",
+    "completed",
+    "complete",
+    "done",
+    "end",
+    "finished",
+];
+
+/// What an event's metadata declares by its event type (`type`, `kind`,
+/// `event_type` or a vendor's `<vendor>_event_type`), a lifecycle word
+/// after it allowed: `tool_call_started` declares a tool call.
+fn declared_by_event(meta: &Object) -> Option<Declared> {
+    let is_type_key = |k: &str| k == "type" || k == "kind" || k.ends_with("event_type");
+    meta.iter()
+        .filter(|(k, _)| is_type_key(k))
+        .filter_map(|(_, v)| v.as_str())
+        .find_map(|value| {
+            declared_by_word(value).or_else(|| {
+                let folded: String = folded(value).map(char::from).collect();
+                LIFECYCLE
+                    .iter()
+                    .find_map(|end| folded.strip_suffix(end))
+                    .and_then(declared_by_word)
+            })
+        })
+}
+
+/// A tool call that an event's own metadata announces (Agno puts its
+/// calls in a status update's metadata: `agno_event_type:
+/// "tool_call_started"`, `tool_name`, `tool_call_id`, `tool_args`). Needs
+/// the declaration and a name; results are read from parts only.
+pub(crate) fn event_tool_call(meta: &Object) -> Option<ToolCall<'_>> {
+    if meta.len() > 64 || declared_by_event(meta)? != Declared::ToolCall {
+        return None;
+    }
+    tool::call(meta, false)
+}
+
 /// Calls `f` with what a data part declares itself to be; false when it
 /// declares nothing this module reads (or too little: a weakly declared
 /// call without a name).

@@ -8,8 +8,8 @@
 //! - call id: `id`, `tool_call_id`, `toolCallId`, `call_id`, `callId`,
 //!   `tool_use_id`, `toolUseId` (a result names its call by any of them
 //!   but `id` first, `id` last);
-//! - arguments: `arguments`, `args`, `input`, `parameters`,
-//!   `function.arguments` (an object, or JSON text kept as sent), then the
+//! - arguments: `arguments`, `args`, `input`, `parameters`, `tool_args`,
+//!   `toolArgs`, `function.arguments` (an object, or JSON text kept as sent), then the
 //!   `@ag-ui/a2a` bridge's `rawArguments`; Hector overlays `arguments` on
 //!   `input` when both are objects;
 //! - result: `result`, `output`, `content`, `response`, `payload` (a
@@ -38,7 +38,14 @@ const CALL_ID_KEYS: [&str; 6] = [
     "tool_use_id",
     "toolUseId",
 ];
-const ARGUMENT_KEYS: [&str; 4] = ["arguments", "args", "input", "parameters"];
+const ARGUMENT_KEYS: [&str; 6] = [
+    "arguments",
+    "args",
+    "input",
+    "parameters",
+    "tool_args",
+    "toolArgs",
+];
 const RESULT_KEYS: [&str; 5] = ["result", "output", "content", "response", "payload"];
 
 /// The tool's name, in whichever key carries it.
