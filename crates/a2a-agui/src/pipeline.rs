@@ -146,7 +146,8 @@ impl<I: IdSource> StreamConverter<I> {
     }
 
     /// A whole JSON body: one document (a non-streaming result, an error
-    /// body) or several (JSON Lines).
+    /// body) or several (JSON Lines, or a JSON text sequence: RFC 7464's
+    /// record separator before or after each, as Mastra streams).
     pub fn feed_json(
         &mut self,
         body: &[u8],
@@ -154,7 +155,18 @@ impl<I: IdSource> StreamConverter<I> {
         out: &mut Vec<u8>,
     ) -> Result<(), serde_json::Error> {
         self.events.clear();
-        for document in serde_json::Deserializer::from_slice(body).into_iter::<Value>() {
+        for record in body.split(|b| *b == RECORD_SEPARATOR) {
+            if !self.feed_documents(record) {
+                break;
+            }
+        }
+        self.encode(now_ms, out)
+    }
+
+    /// The JSON documents of one record, converted; false once one is not
+    /// JSON (the run has then failed).
+    fn feed_documents(&mut self, record: &[u8]) -> bool {
+        for document in serde_json::Deserializer::from_slice(record).into_iter::<Value>() {
             match document {
                 Ok(value) => {
                     if self.taps.is_some() {
@@ -171,11 +183,11 @@ impl<I: IdSource> StreamConverter<I> {
                         },
                         &mut self.events,
                     );
-                    break;
+                    return false;
                 }
             }
         }
-        self.encode(now_ms, out)
+        true
     }
 
     /// The input has ended (or the caller gave up on it). Always leaves the
@@ -301,6 +313,9 @@ pub fn convert_recording(
     stream.finish(StreamEnd::Eof, None, &mut out)?;
     Ok(out)
 }
+
+/// RFC 7464's record separator (JSON text sequences).
+const RECORD_SEPARATOR: u8 = 0x1e;
 
 /// An SSE body starts (after a BOM and blank lines) with a field or comment;
 /// a JSON body starts with `{` or `[`.

@@ -85,6 +85,10 @@ pub(super) struct Blocks {
     /// Set while a run ends waiting for input: the text message it closes
     /// says which task is waiting (see `Event::TextMessageEnd`).
     pub(super) closing_metadata: Option<TextMetadata>,
+    /// Set while a closing message is read: a thought in it that repeats
+    /// one shown is a repeat however short (elsewhere a short one may be a
+    /// new chunk).
+    pub(super) in_closing_message: bool,
 }
 
 impl Blocks {
@@ -106,6 +110,11 @@ impl Blocks {
             Open::Text(text) if text.key == key => Some(text.digest),
             _ => None,
         }
+    }
+
+    /// `text` is all the run's text so far, or all of the open message's.
+    pub(super) fn repeats_everything(&self, text: &str) -> bool {
+        self.transcript.is_all(text, self.open_text_digest())
     }
 
     pub(super) fn is_text_open_for(&self, key: Segment) -> bool {
@@ -237,7 +246,12 @@ impl Blocks {
         let rest;
         let mut text = thinking.text;
         if !text.is_empty() {
-            match self.thoughts.classify(text, open_digest, Evidence::Opening) {
+            let evidence = if self.in_closing_message {
+                Evidence::Closing
+            } else {
+                Evidence::Opening
+            };
+            match self.thoughts.classify(text, open_digest, evidence) {
                 Repeat::Skip if thinking.completed => return self.close_reasoning(out),
                 Repeat::Skip => return,
                 Repeat::Remainder(remainder) => {

@@ -113,6 +113,15 @@ impl Transcript {
         }
     }
 
+    /// `text` is exactly all the run's text, or all the open segment's.
+    pub(super) fn is_all(&self, text: &str, open_segment: Option<TextDigest>) -> bool {
+        if text.is_empty() {
+            return false;
+        }
+        let digest = TextDigest::of(text);
+        digest == self.run_text || open_segment == Some(digest)
+    }
+
     /// For cumulative text (each message holds everything so far): only
     /// what extends the open segment, nothing when it is the same again.
     pub(super) fn cumulative(&self, whole: &str, open_segment: Option<TextDigest>) -> Repeat {

@@ -66,6 +66,13 @@ impl<I: IdSource> Converter<I> {
         out: &mut Vec<Event>,
     ) {
         let state = status.state;
+        if let Some(metadata) = metadata {
+            // Calls and results the event's own metadata carries, before
+            // what its message says.
+            read::event_tools(metadata, &mut |block| {
+                self.on_block(block, Segment::status(), None, out);
+            });
+        }
         if state.ends_turn() {
             // The last word on the task, for clients that show it.
             self.status_notice(&status, metadata, out);
@@ -128,9 +135,6 @@ impl<I: IdSource> Converter<I> {
                     self.status_notice(&status, metadata, out);
                 }
                 self.run.last_state = Some(state);
-                if let Some(call) = metadata.and_then(read::event_tool_call) {
-                    self.on_block(Block::ToolCall(call), Segment::status(), None, out);
-                }
                 if let Some(message) = status.message {
                     self.on_message(message, Origin::Status, out);
                 }
@@ -204,6 +208,7 @@ impl<I: IdSource> Converter<I> {
             Origin::Stream => Segment::message(message_id.unwrap_or("")),
             Origin::Status | Origin::Closing => Segment::status(),
         };
+        self.blocks.in_closing_message = origin == Origin::Closing;
         match plan {
             Plan::First => self.first_version(&message, origin, key, repeats_last, out),
             Plan::Again { parts, .. } if !repeats_last => {
@@ -211,6 +216,7 @@ impl<I: IdSource> Converter<I> {
             }
             Plan::Again { .. } => {}
         }
+        self.blocks.in_closing_message = false;
         if !metadata_new {
             return;
         }
@@ -309,6 +315,14 @@ impl<I: IdSource> Converter<I> {
             message.parts.nth(index).for_each_block(|meaning, block| {
                 let block = match block {
                     Block::Text(text) if from > 0 => Block::Text(text.get(from..).unwrap_or("")),
+                    // Under an id that showed something else: the whole
+                    // text again, resent under the last chunk's id.
+                    Block::Text(text)
+                        if meaning == PartMeaning::PlainText
+                            && self.blocks.repeats_everything(text) =>
+                    {
+                        return;
+                    }
                     // A closing message's new text may still repeat what
                     // streamed elsewhere (an artifact).
                     Block::Text(text)

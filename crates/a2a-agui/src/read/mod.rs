@@ -38,7 +38,7 @@ pub(crate) use hints::{commands, is_empty_value};
 pub(crate) use json::Object;
 pub use part::{FileRef, PartBody, part_body};
 pub(crate) use said::one_line;
-pub(crate) use shape::event_tool_call;
+pub(crate) use shape::event_tools;
 
 use crate::custom::Citation;
 use crate::state::TaskState;

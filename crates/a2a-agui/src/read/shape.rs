@@ -163,15 +163,66 @@ fn declared_by_event(meta: &Object) -> Option<Declared> {
         })
 }
 
-/// A tool call that an event's own metadata announces (Agno puts its
-/// calls in a status update's metadata: `agno_event_type:
-/// "tool_call_started"`, `tool_name`, `tool_call_id`, `tool_args`). Needs
-/// the declaration and a name; results are read from parts only.
-pub(crate) fn event_tool_call(meta: &Object) -> Option<ToolCall<'_>> {
-    if meta.len() > 64 || declared_by_event(meta)? != Declared::ToolCall {
-        return None;
+/// Tool calls and results that an event's own metadata carries:
+/// - one call announced by the event type (Agno's status updates:
+///   `agno_event_type: "tool_call_started"`, `tool_name`, `tool_call_id`,
+///   `tool_args`);
+/// - lists of declared calls and results under a key naming them
+///   (`toolCalls`, `tool_calls`, `toolResults`, `tool_results`), at the
+///   top or one object down (Mastra's `execution.toolCalls`), each entry's
+///   fields flat or under `payload`.
+///
+/// A call needs a name here; an entry that declares nothing is skipped.
+pub(crate) fn event_tools<'a>(meta: &'a Object, f: &mut impl FnMut(Block<'a>)) {
+    if meta.len() > 64 {
+        return;
     }
-    tool::call(meta, false)
+    if declared_by_event(meta) == Some(Declared::ToolCall)
+        && let Some(call) = tool::call(meta, false)
+    {
+        f(Block::ToolCall(call));
+    }
+    let lists = meta.iter().chain(
+        meta.values()
+            .filter_map(Value::as_object)
+            .filter(|inner| inner.len() <= 64)
+            .flat_map(|inner| inner.iter()),
+    );
+    for (key, value) in lists {
+        let Some(entries) = value.as_array() else {
+            continue;
+        };
+        if !is_word(key, &["toolcalls", "toolresults", "functioncalls"]) {
+            continue;
+        }
+        for entry in entries.iter().filter_map(Value::as_object).take(MAX_LISTED) {
+            let declared = ["type", "kind"]
+                .iter()
+                .find_map(|k| text(entry, k).and_then(declared_by_word));
+            let fields = unwrapped(entry);
+            match declared {
+                Some(Declared::ToolCall) => {
+                    if let Some(call) = tool::call(fields, false) {
+                        f(Block::ToolCall(call));
+                    }
+                }
+                Some(Declared::ToolResult) => f(Block::ToolResult(tool::result(fields))),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Entries listed in one event's metadata that are read.
+const MAX_LISTED: usize = 256;
+
+/// A call's or result's fields: flat, or under `payload` when the entry
+/// itself names neither a tool nor a call.
+fn unwrapped(entry: &Object) -> &Object {
+    match object(entry, "payload") {
+        Some(inner) if tool::name(entry).is_none() && tool::call_id(entry).is_none() => inner,
+        _ => entry,
+    }
 }
 
 /// Calls `f` with what a data part declares itself to be; false when it
