@@ -152,6 +152,7 @@ fn declared_by_event(meta: &Object) -> Option<Declared> {
     meta.iter()
         .filter(|(k, _)| is_type_key(k))
         .filter_map(|(_, v)| v.as_str())
+        .filter(|value| value.len() <= 2 * MAX_WORD)
         .find_map(|value| {
             declared_by_word(value).or_else(|| {
                 let folded: String = folded(value).map(char::from).collect();
