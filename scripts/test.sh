@@ -30,11 +30,24 @@ step() {
 }
 
 recordings=$(mktemp -d)
-trap 'rm -rf "$recordings"' EXIT
+frameworks_log=$(mktemp)
+trap 'rm -rf "$recordings" "$frameworks_log"' EXIT
+
+# The thirteen frameworks' venvs and node packages take minutes to install,
+# mostly waiting on downloads: that runs in the background while the other
+# installs, the lints and the build go on, and is waited for before the
+# first test (timing-sensitive tests get both cores to themselves).
+bash tests/frameworks/setup.sh >"$frameworks_log" 2>&1 </dev/null &
+frameworks_setup=$!
+frameworks_installed() {
+    local status=0
+    wait "$frameworks_setup" || status=$?
+    cat "$frameworks_log"
+    return "$status"
+}
 
 step "install: AG-UI clients and validator" tests/conformance/setup.sh
 step "install: real A2A agents" bash tests/agents/setup.sh
-step "install: agent frameworks (ADK, fasta2a, Strands, ...)" bash tests/frameworks/setup.sh
 step "install: CopilotKit runtime 1.75.0" bash tests/copilotkit/setup.sh
 # One apt-get update for both.
 step "install: redis-server (the shared journal) and chromium (the browser tests), Debian's" \
@@ -45,6 +58,8 @@ step "module graphs have no cycle" python3 scripts/module_graph.py --quiet
 step "cargo build (binaries, benches)" cargo build --workspace --all-targets --locked
 # The conformance matrix runs alone: its node clients would otherwise share
 # the two cores with the behavioural tests that watch event timing.
+step "install: agent frameworks (ADK, fasta2a, Strands, ..., thirteen; in the background since the start)" \
+    frameworks_installed
 step "cargo test" cargo test --workspace --locked -- --skip matrix --skip frameworks
 step "conformance matrix (upstream x client x route x scenario)" \
     cargo test --locked -p agui-gateway --test gateway matrix -- --test-threads 1

@@ -93,6 +93,15 @@ def sse_events(body: bytes) -> list[Any]:
                 events.append(json.loads('\n'.join(data)))
             except ValueError:
                 events.append({'unparsed': '\n'.join(data)})
+    if not events and '\x1e' in text:
+        # Not SSE: JSON texts each ended by an ASCII record separator (Mastra 0.24's
+        # message/stream body, Content-Type text/plain).
+        for record in text.split('\x1e'):
+            if record.strip():
+                try:
+                    events.append(json.loads(record))
+                except ValueError:
+                    events.append({'unparsed': record})
     return events
 
 
@@ -201,8 +210,13 @@ class Framework:
     ready_timeout: float = 60.0
     # The A2A path, given the port (LangGraph looks its assistant up).
     a2a_path: Callable[[int], str] = lambda port: '/'
+    # A Node server (`<name>/server.mjs`, packages in `<name>/node_modules`) instead of Python.
+    node: bool = False
 
     def command(self, mode: str) -> list[str]:
+        if self.node:
+            script = os.path.join(HERE, self.name, 'server.mjs')
+            return ['node', script, '--port', '0', *self.modes[mode]]
         script = os.path.join(HERE, self.name, 'server.py')
         return [venv_python(self.venv), script, '--port', '0', *self.modes[mode]]
 
@@ -301,6 +315,34 @@ FRAMEWORKS: dict[str, Framework] = {
                              headers={'A2A-Version': '1.0'})],
         'nostream': [Recording('nostream', 'text', 'Say hello: text')],
     }),
+    # Node: @voltagent/a2a-server through @voltagent/server-hono (the path names the A2A
+    # server and the agent, which share one id).
+    'voltagent': Framework('voltagent', 'voltagent', {'': []}, {'': [
+        Recording('', 'weather', 'What is the weather in Paris? weather'),
+    ]}, a2a_path=lambda port: '/a2a/weather-agent', node=True),
+    # Node: Mastra 0.24's own server (@mastra/deployer createNodeServer). Its message/stream
+    # body is not SSE: JSON objects each followed by \x1e (see sse_events).
+    'mastra': Framework('mastra', 'mastra', {'': []}, {'': [
+        Recording('', 'weather', 'What is the weather in Paris? weather'),
+    ]}, a2a_path=lambda port: '/a2a/weather-agent', node=True),
+    # PraisonAI's own A2A router (not a2a-sdk): JSON-RPC at POST /a2a.
+    'praisonai': Framework('praisonai', 'praisonai', {'': []}, {'': [
+        Recording('', 'weather', 'What is the weather in Paris? weather'),
+    ]}, a2a_path=lambda port: '/a2a'),
+    # kagent-adk's KAgentApp (kagent's executor and converters, a2a-sdk 0.3): `default` is
+    # stream=False (whole ADK events), `stream` is stream=True (StreamingMode.SSE partials).
+    'kagent': Framework('kagent', 'kagent', {'default': [], 'stream': ['--stream']}, {
+        mode: [Recording(mode, 'weather', 'What is the weather in Paris? weather')]
+        for mode in ('default', 'stream')}),
+    # BeeAI Framework's A2AServer (a2a-sdk 0.3): `default` leaves send_trajectory unset (only
+    # the final answer), `trajectory` sets it (every new memory message as a working status).
+    'beeai': Framework('beeai', 'beeai', {'default': [], 'trajectory': ['--trajectory']}, {
+        mode: [Recording(mode, 'weather', 'What is the weather in Paris? weather')]
+        for mode in ('default', 'trajectory')}),
+    # Agno AgentOS's A2A interface (its own FastAPI router, a2a-sdk 0.3 types).
+    'agno': Framework('agno', 'agno', {'': []}, {'': [
+        Recording('', 'weather', 'What is the weather in Paris? weather'),
+    ]}, a2a_path=lambda port: '/a2a/agents/scripted-agno-agent/v1/message:stream'),
 }
 
 
@@ -319,7 +361,11 @@ class Server:
 
     def start(self) -> int:
         cmd = self.fw.command(self.mode)
-        if not os.path.exists(cmd[0]):
+        if self.fw.node:
+            modules = os.path.join(HERE, self.fw.name, 'node_modules')
+            if not os.path.isdir(modules):
+                raise RuntimeError(f'{modules} missing: run tests/frameworks/setup.sh')
+        elif not os.path.exists(cmd[0]):
             raise RuntimeError(f'{cmd[0]} missing: run tests/frameworks/setup.sh')
         env = dict(os.environ, PYTHONUNBUFFERED='1', PYTHONWARNINGS='ignore')
         # A session of its own, so stop() can signal the server and any child it started.

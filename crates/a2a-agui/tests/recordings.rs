@@ -72,3 +72,73 @@ fn every_real_recording_converts_to_a_valid_run_with_the_scenario_s_ending() {
         dir.display()
     );
 }
+
+/// Issue 26: the frameworks nobody tuned the converter for, as their own
+/// A2A servers streamed the `weather` scenario (`tests/frameworks`). What
+/// is on the wire renders right: the answer once, the thought as
+/// reasoning, the call by name with its arguments and its result; the run
+/// finishes.
+#[test]
+fn frameworks_nobody_tuned_for_render_right() {
+    // (recording, the thought is on the wire, the call, its result)
+    let cases = [
+        ("beeai-default-weather", false, false, false),
+        ("beeai-trajectory-weather", true, true, true),
+        ("agno-weather", false, true, false),
+        ("voltagent-weather", false, false, false),
+        ("mastra-weather", false, true, true),
+        ("praisonai-weather", false, false, false),
+        ("kagent-default-weather", true, true, true),
+        ("kagent-stream-weather", true, true, true),
+    ];
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/frameworks/recordings");
+    for (name, thought, call, result) in cases {
+        let body = std::fs::read(dir.join(format!("{name}.sse"))).unwrap();
+        let out = convert_recording(&body, Options::default(), OutputFormat::Agui).unwrap();
+        let events = parse_agui_body(&out).unwrap();
+        check_sequence(&events).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let of =
+            |kind: &str| -> Vec<&Value> { events.iter().filter(|e| e["type"] == kind).collect() };
+        let joined = |kind: &str| -> String {
+            of(kind)
+                .iter()
+                .filter_map(|e| e["delta"].as_str())
+                .collect()
+        };
+        assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED", "{name}");
+        let text = joined("TEXT_MESSAGE_CONTENT");
+        assert_eq!(
+            text.matches("It is 21C in Paris.").count(),
+            1,
+            "{name}: {text:?}"
+        );
+        let reasoning = joined("REASONING_MESSAGE_CONTENT");
+        let expected = if thought {
+            "I should look up the weather."
+        } else {
+            ""
+        };
+        assert_eq!(reasoning, expected, "{name}");
+        assert!(
+            !text.contains("I should look"),
+            "{name}: the thought shown as text"
+        );
+        let starts = of("TOOL_CALL_START");
+        assert!(
+            starts.iter().all(|s| s["toolCallName"] == "get_weather"),
+            "{name}: {starts:?}"
+        );
+        assert_eq!(starts.len(), usize::from(call), "{name}: {starts:?}");
+        if call {
+            let args: Value = serde_json::from_str(&joined("TOOL_CALL_ARGS")).unwrap();
+            assert_eq!(args, serde_json::json!({"city": "Paris"}), "{name}");
+        }
+        let results = of("TOOL_CALL_RESULT");
+        assert_eq!(results.len(), usize::from(result), "{name}: {results:?}");
+        if let Some(result) = results.first() {
+            let content = result["content"].as_str().unwrap();
+            assert!(content.contains("21C"), "{name}: {content}");
+            assert_eq!(result["toolCallId"], starts[0]["toolCallId"], "{name}");
+        }
+    }
+}

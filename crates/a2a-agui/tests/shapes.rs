@@ -92,6 +92,8 @@ enum Declaration {
     InData(&'static str, String),
     /// A media type on the part (1.0) or in its metadata (0.3).
     MediaType { on_part: bool, value: String },
+    /// A type key in part metadata (`type`, a vendor's `<vendor>_type`).
+    InMetadata(&'static str, String),
 }
 
 fn call_declaration() -> impl Strategy<Value = Declaration> {
@@ -121,7 +123,16 @@ fn call_declaration() -> impl Strategy<Value = Declaration> {
                 on_part,
                 value: v.to_owned()
             }),
+        (
+            metadata_type_key(),
+            prop_oneof![Just("function_call"), Just("tool-call")]
+        )
+            .prop_map(|(k, w)| Declaration::InMetadata(k, w.to_owned())),
     ]
+}
+
+fn metadata_type_key() -> impl Strategy<Value = &'static str> {
+    prop_oneof![Just("type"), Just("kagent_type"), Just("acme_type")]
 }
 
 fn result_declaration() -> impl Strategy<Value = Declaration> {
@@ -149,6 +160,11 @@ fn result_declaration() -> impl Strategy<Value = Declaration> {
                 on_part,
                 value: v.to_owned()
             }),
+        (
+            metadata_type_key(),
+            prop_oneof![Just("function_response"), Just("tool_result")]
+        )
+            .prop_map(|(k, w)| Declaration::InMetadata(k, w.to_owned())),
     ]
 }
 
@@ -167,6 +183,9 @@ fn data_part(mut fields: Map<String, Value>, declaration: &Declaration, v1: bool
         }
         Declaration::MediaType { value, .. } => {
             part.insert("metadata".into(), json!({"mimeType": value}));
+        }
+        Declaration::InMetadata(key, word) => {
+            part.insert("metadata".into(), json!({*key: word}));
         }
     }
     if !v1 {
@@ -490,7 +509,7 @@ proptest! {
         thought in words(),
         answer in words(),
         as_data in any::<bool>(),
-        flag in prop_oneof![Just("thought"), Just("thinking"), Just("reasoning")],
+        flag in prop_oneof![Just("thought"), Just("thinking"), Just("reasoning"), Just("kagent_thought")],
     ) {
         let thinking = |text: &str| if as_data {
             json!({"kind": "data", "data": {"type": "reasoning", "text": text}})

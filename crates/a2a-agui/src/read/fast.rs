@@ -137,23 +137,38 @@ pub(crate) struct Part<'a> {
     content_type: Option<IgnoredAny>,
 }
 
-/// Only the keys that would make a part more than plain text.
-#[derive(Deserialize, Default)]
-#[serde(default)]
+/// Whether part metadata holds a key that could make the part more than
+/// plain text (`shape::is_hint_key`, with a value other than `null`).
+#[derive(Default)]
 struct PartMetadata {
-    event_type: Option<IgnoredAny>,
-    agui_event_type: Option<IgnoredAny>,
-    block_type: Option<IgnoredAny>,
-    agui_block_type: Option<IgnoredAny>,
-    kind: Option<IgnoredAny>,
-    adk_thought: Option<IgnoredAny>,
-    adk_type: Option<IgnoredAny>,
-    // What `shape` reads as reasoning.
-    thought: Option<IgnoredAny>,
-    thinking: Option<IgnoredAny>,
-    reasoning: Option<IgnoredAny>,
-    #[serde(rename = "type")]
-    part_type: Option<IgnoredAny>,
+    hinted: bool,
+}
+
+impl<'de> Deserialize<'de> for PartMetadata {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Keys;
+        impl<'de> serde::de::Visitor<'de> for Keys {
+            type Value = PartMetadata;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("part metadata")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<PartMetadata, A::Error> {
+                let mut hinted = false;
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    // A null mark is no mark, as the lenient reader reads it.
+                    let present = map.next_value::<Option<IgnoredAny>>()?.is_some();
+                    hinted |= present && super::shape::is_hint_key(&key);
+                }
+                Ok(PartMetadata { hinted })
+            }
+        }
+        deserializer.deserialize_map(Keys)
+    }
 }
 
 /// What the fast reader recognised: a plain-text artifact chunk (when the
@@ -247,19 +262,7 @@ impl Part<'_> {
     }
 
     fn is_plain_text(&self) -> bool {
-        let hinted = self.metadata.as_ref().is_some_and(|m| {
-            m.event_type.is_some()
-                || m.agui_event_type.is_some()
-                || m.block_type.is_some()
-                || m.agui_block_type.is_some()
-                || m.kind.is_some()
-                || m.adk_thought.is_some()
-                || m.adk_type.is_some()
-                || m.thought.is_some()
-                || m.thinking.is_some()
-                || m.reasoning.is_some()
-                || m.part_type.is_some()
-        });
+        let hinted = self.metadata.as_ref().is_some_and(|m| m.hinted);
         self.text.is_some()
             && matches!(self.kind, None | Some("text"))
             && !hinted

@@ -120,15 +120,44 @@ pub(super) fn media_type<'a>(part: &'a Object, meta: Option<&'a Object>) -> Opti
     on(part).or_else(|| meta.and_then(on))
 }
 
+/// A metadata key that states a type: `type`, `kind`, or a vendor's
+/// `<vendor>_type` (`adk_type`, `kagent_type`, `event_type`).
+fn is_type_key(key: &str) -> bool {
+    key == "type" || key == "kind" || key.ends_with("_type")
+}
+
+/// A metadata key that flags reasoning: `thought`, `thinking`,
+/// `reasoning`, or a vendor's `<vendor>_thought` (`adk_thought`,
+/// `kagent_thought`), `_thinking`, `_reasoning`.
+fn is_reasoning_flag(key: &str) -> bool {
+    ["thought", "thinking", "reasoning"].iter().any(|word| {
+        key == *word
+            || key
+                .strip_suffix(word)
+                .is_some_and(|rest| rest.ends_with('_'))
+    })
+}
+
+/// A part-metadata key that may give a text part another meaning (the
+/// fast reader leaves such parts to the lenient one).
+pub(super) fn is_hint_key(key: &str) -> bool {
+    is_type_key(key) || is_reasoning_flag(key)
+}
+
+/// What the metadata's type keys declare, the first that declares.
+fn declared_in_metadata(meta: &Object) -> Option<Declared> {
+    meta.iter()
+        .filter(|(k, _)| is_type_key(k))
+        .find_map(|(_, v)| v.as_str().and_then(declared_by_word))
+}
+
 /// What a text part's metadata declares: reasoning by a flag (`thought`,
-/// `thinking`, `reasoning`: true) or by its `type` / `kind`.
+/// `thinking`, `reasoning`, a vendor's `<vendor>_thought`: true) or by a
+/// type key.
 pub(super) fn text_is_reasoning(meta: &Object) -> bool {
-    ["thought", "thinking", "reasoning"]
-        .iter()
-        .any(|k| flag(meta, k) == Some(true))
-        || ["type", "kind"]
-            .iter()
-            .any(|k| text(meta, k).and_then(declared_by_word) == Some(Declared::Reasoning))
+    meta.iter()
+        .any(|(k, _)| is_reasoning_flag(k) && flag(meta, k) == Some(true))
+        || declared_in_metadata(meta) == Some(Declared::Reasoning)
 }
 
 /// Lifecycle words an event type may end with (`tool_call_started`).
@@ -244,12 +273,7 @@ pub(super) fn read<'a>(
     let around = || {
         media_type(part, meta)
             .and_then(declared_by_media_type)
-            .or_else(|| {
-                let meta = meta?;
-                ["type", "kind"]
-                    .iter()
-                    .find_map(|k| text(meta, k).and_then(declared_by_word))
-            })
+            .or_else(|| meta.and_then(declared_in_metadata))
     };
     let (declared, said) = match in_data {
         Some(declared) => (declared, Said::InTheData),

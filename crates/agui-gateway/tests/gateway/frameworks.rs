@@ -42,22 +42,31 @@ impl Drop for Server {
     }
 }
 
-/// One framework's own server, in its venv (`tests/frameworks/setup.sh`),
-/// started directly (no wrapper between the test and the server).
+/// One framework's own server, in its venv or with its node packages
+/// (`tests/frameworks/setup.sh`), started directly (no wrapper between the
+/// test and the server).
 fn framework(name: &str, args: &[&str]) -> Server {
     let root = repo_root();
-    let python = root
-        .join(".cache")
-        .join(format!("venv-fw-{name}"))
-        .join("bin/python");
+    let folder = root.join("tests/frameworks").join(name);
+    let node = folder.join("server.mjs").exists();
+    let (program, installed) = if node {
+        ("node".into(), folder.join("node_modules"))
+    } else {
+        let python = root
+            .join(".cache")
+            .join(format!("venv-fw-{name}"))
+            .join("bin/python");
+        (python.clone(), python)
+    };
     assert!(
-        python.exists(),
+        installed.exists(),
         "{} is missing: run tests/frameworks/setup.sh",
-        python.display()
+        installed.display()
     );
-    let mut command = Command::new(python);
+    let script = if node { "server.mjs" } else { "server.py" };
+    let mut command = Command::new(program);
     command
-        .arg(root.join("tests/frameworks").join(name).join("server.py"))
+        .arg(folder.join(script))
         .args(["--port", "0"])
         .args(args)
         .env("PYTHONWARNINGS", "ignore")
@@ -358,4 +367,114 @@ fn frameworks_microsoft_agent_framework() {
             },
         );
     }
+}
+
+// Frameworks nobody tuned the converter for (issue 26): one scenario each,
+// a thought, one `get_weather` call answered "21C", the answer in chunks.
+// What reaches the wire differs (see tests/frameworks/README.md); what is
+// there must render right.
+
+const WEATHER: &str = "What is the weather in Paris? weather";
+const WEATHER_ANSWER: &str = "It is 21C in Paris.";
+const WEATHER_THOUGHT: &str = "I should look up the weather.";
+
+/// What of the `weather` scenario a framework puts on the wire.
+struct OnTheWire {
+    thought: bool,
+    /// The call, and whether its result.
+    call: Option<bool>,
+}
+
+const ONLY_THE_ANSWER: OnTheWire = OnTheWire {
+    thought: false,
+    call: None,
+};
+const EVERYTHING: OnTheWire = OnTheWire {
+    thought: true,
+    call: Some(true),
+};
+
+/// The `weather` scenario through the gateway with every client version,
+/// for each `(mode, server arguments)`.
+fn weather(name: &str, path: &str, modes: &[(&str, &[&str], OnTheWire)]) {
+    for (mode, args, wire) in modes {
+        let server = framework(name, args);
+        let gw = through_gateway(&server, path);
+        let tools: &[(&str, bool)] = match wire.call {
+            Some(true) => &[("get_weather", true)],
+            Some(false) => &[("get_weather", false)],
+            None => &[],
+        };
+        check(
+            &format!("{name} ({mode})"),
+            &format!("{}/agui", gw.url()),
+            &Expect {
+                message: WEATHER,
+                answer: Some(WEATHER_ANSWER),
+                reasoning: wire.thought.then_some(WEATHER_THOUGHT),
+                tools,
+                ..NONE
+            },
+        );
+    }
+}
+
+#[test]
+fn frameworks_beeai() {
+    // Only the trajectory puts the thought and the call on the wire.
+    weather(
+        "beeai",
+        "/",
+        &[
+            ("default", &[], ONLY_THE_ANSWER),
+            ("trajectory", &["--trajectory"], EVERYTHING),
+        ],
+    );
+}
+
+#[test]
+fn frameworks_agno() {
+    // The call is announced in event metadata; its result is never sent.
+    let wire = OnTheWire {
+        thought: false,
+        call: Some(false),
+    };
+    let path = "/a2a/agents/scripted-agno-agent/v1/message:stream";
+    weather("agno", path, &[("default", &[], wire)]);
+}
+
+#[test]
+fn frameworks_voltagent() {
+    weather(
+        "voltagent",
+        "/a2a/weather-agent",
+        &[("default", &[], ONLY_THE_ANSWER)],
+    );
+}
+
+#[test]
+fn frameworks_mastra() {
+    // The call and its result ride in the completed Task's metadata.
+    let wire = OnTheWire {
+        thought: false,
+        call: Some(true),
+    };
+    weather("mastra", "/a2a/weather-agent", &[("default", &[], wire)]);
+}
+
+#[test]
+fn frameworks_praisonai() {
+    weather("praisonai", "/a2a", &[("default", &[], ONLY_THE_ANSWER)]);
+}
+
+#[test]
+fn frameworks_kagent() {
+    weather(
+        "kagent",
+        "/",
+        &[
+            ("default", &[], EVERYTHING),
+            ("stream", &["--stream"], EVERYTHING),
+        ],
+    );
 }
