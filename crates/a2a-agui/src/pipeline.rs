@@ -322,7 +322,8 @@ const RECORD_SEPARATOR: u8 = 0x1e;
 pub fn looks_like_sse(input: &[u8]) -> bool {
     let input = input.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(input);
     match input.iter().position(|b| !b.is_ascii_whitespace()) {
-        Some(start) => !matches!(input[start], b'{' | b'['),
+        // A JSON text sequence (RFC 7464) opens with a record separator.
+        Some(start) => !matches!(input[start], b'{' | b'[' | RECORD_SEPARATOR),
         None => false,
     }
 }

@@ -246,12 +246,15 @@ impl Blocks {
         let rest;
         let mut text = thinking.text;
         if !text.is_empty() {
-            let evidence = if self.in_closing_message {
-                Evidence::Closing
+            // A closing message resends what any earlier thought said;
+            // elsewhere only the open thought may be sent again (a new
+            // step may well repeat an earlier one's words).
+            let repeat = if self.in_closing_message {
+                self.thoughts.classify(text, open_digest, Evidence::Closing)
             } else {
-                Evidence::Opening
+                Transcript::again_of_open(text, open_digest)
             };
-            match self.thoughts.classify(text, open_digest, evidence) {
+            match repeat {
                 Repeat::Skip if thinking.completed => return self.close_reasoning(out),
                 Repeat::Skip => return,
                 Repeat::Remainder(remainder) => {

@@ -486,7 +486,6 @@ impl<I: IdSource> Converter<I> {
                 }
             }
             Block::ToolResult(result) => {
-                self.blocks.close(out);
                 // A result that names no call answers the open call of
                 // its tool's name (ADK's code execution result, agents
                 // that give results no id).
@@ -494,6 +493,17 @@ impl<I: IdSource> Converter<I> {
                     None => self.tools.open_call(result.name),
                     Some(_) => None,
                 };
+                if result.id.is_none()
+                    && answered.is_none()
+                    && self.tools.answered_before(result.name, &result.content)
+                {
+                    // Resent once its call was answered: nothing new.
+                    return;
+                }
+                if result.id.is_some_and(|id| self.tools.repeats(id, &result)) {
+                    return;
+                }
+                self.blocks.close(out);
                 let key = match (result.id, answered) {
                     (_, Some(key)) => key,
                     (Some(id), None) if self.tools.knows(id) => id.to_owned(),

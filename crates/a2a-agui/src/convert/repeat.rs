@@ -113,6 +113,26 @@ impl Transcript {
         }
     }
 
+    /// Whether `text` sends the open segment again (from 16 bytes: a
+    /// shorter one may be a new chunk), or extends it (only the rest is
+    /// new); nothing else is judged.
+    pub(super) fn again_of_open(text: &str, open_segment: Option<TextDigest>) -> Repeat {
+        let Some(open) = open_segment.filter(|o| o.len() > 0) else {
+            return Repeat::Emit;
+        };
+        if text.len() == open.len() && TextDigest::of(text) == open {
+            return if text.len() >= OPENING_MIN_BYTES {
+                Repeat::Skip
+            } else {
+                Repeat::Emit
+            };
+        }
+        match extends(text, open) {
+            Some(rest) if open.len() >= OPENING_MIN_BYTES => Repeat::Remainder(rest.to_owned()),
+            _ => Repeat::Emit,
+        }
+    }
+
     /// `text` is exactly all the run's text, or all the open segment's.
     pub(super) fn is_all(&self, text: &str, open_segment: Option<TextDigest>) -> bool {
         if text.is_empty() {

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::block::Segment;
 use super::repeat::{Evidence, Repeat};
 use super::run::Lifecycle;
-use super::versions::{PartPlan, Plan};
+use super::versions::{Carrier, MIN_RESEND, PartPlan, Plan};
 use super::{Converter, raw};
 use crate::codes::ErrorCode;
 use crate::custom::{Citation, Custom, ErrorNotice, MessageMetadata, StatusNotice};
@@ -182,7 +182,11 @@ impl<I: IdSource> Converter<I> {
         let plan = match message_id {
             Some(id) => {
                 let metadata = message.metadata.map(TextDigest::of_json);
-                self.versions.plan(id, message.parts, metadata)
+                let carrier = match origin {
+                    Origin::Stream => Carrier::Item,
+                    Origin::Status | Origin::Closing => Carrier::Status,
+                };
+                self.versions.plan(id, carrier, message.parts, metadata)
             }
             None => Plan::First,
         };
@@ -317,8 +321,10 @@ impl<I: IdSource> Converter<I> {
                     Block::Text(text) if from > 0 => Block::Text(text.get(from..).unwrap_or("")),
                     // Under an id that showed something else: the whole
                     // text again, resent under the last chunk's id.
+                    // (A message item's short text may be a repeated token.)
                     Block::Text(text)
                         if meaning == PartMeaning::PlainText
+                            && (origin != Origin::Stream || text.len() >= MIN_RESEND)
                             && self.blocks.repeats_everything(text) =>
                     {
                         return;

@@ -29,10 +29,14 @@ struct ToolState {
 #[derive(Debug, Default)]
 pub(super) struct Tools {
     calls: HashMap<String, ToolState, WordHashBuilder>,
-    /// Calls announced and not yet answered, oldest first: (name, key).
-    /// At most `MAX_OPEN_CALLS`; an older one is no longer answered by
-    /// name (its result still finds it by id).
-    open_calls: VecDeque<(String, String)>,
+    /// Calls announced and not yet answered, oldest first: (a hash of the
+    /// tool's name, key). At most `MAX_OPEN_CALLS`; an older one is no
+    /// longer answered by name (its result still finds it by id).
+    open_calls: VecDeque<(u64, String)>,
+    /// The last results delivered, (hash of the tool's name, content): a
+    /// result without a call id sent again once its call is answered adds
+    /// nothing. At most `MAX_OPEN_CALLS`.
+    answered: VecDeque<(u64, TextDigest)>,
     /// Calls of client-declared tools, waiting for the run to end.
     pub(super) client_calls: Vec<Id>,
     /// Output gathered over every call, within `MAX_PENDING_TOOL_OUTPUT`:
@@ -47,17 +51,39 @@ impl Tools {
     }
 
     /// The call a result that names no call answers: the oldest open
-    /// call of the result's name, or, when the result names no tool
-    /// either, the latest open call.
+    /// call of the result's tool's name, or, when the result names no
+    /// tool either, the oldest open call.
     pub(super) fn open_call(&self, name: Option<&str>) -> Option<String> {
         match name {
-            Some(name) => self
-                .open_calls
-                .iter()
-                .find(|(called, _)| called == name)
-                .map(|(_, key)| key.clone()),
-            None => self.open_calls.back().map(|(_, key)| key.clone()),
+            Some(name) => {
+                let name = name_hash(name);
+                self.open_calls
+                    .iter()
+                    .find(|(called, _)| *called == name)
+                    .map(|(_, key)| key.clone())
+            }
+            None => self.open_calls.front().map(|(_, key)| key.clone()),
         }
+    }
+
+    /// The whole result last delivered for the call `key`, again.
+    pub(super) fn repeats(&self, key: &str, result: &ToolResult<'_>) -> bool {
+        self.calls.get(key).is_some_and(|tool| {
+            result.is_final
+                && tool.pending.is_empty()
+                && tool.delivered == Some(TextDigest::of(&result.content))
+        })
+    }
+
+    /// A result without a call id that repeats one delivered for a call
+    /// of the same tool, or of any tool when it names none (a closing
+    /// message resending the run's parts).
+    pub(super) fn answered_before(&self, name: Option<&str>, content: &str) -> bool {
+        let name = name.map(name_hash);
+        let content = TextDigest::of(content);
+        self.answered
+            .iter()
+            .any(|(answered, digest)| *digest == content && name.is_none_or(|n| n == *answered))
     }
 
     /// Announces a call; the caller has closed the open block. `text` is
@@ -95,7 +121,7 @@ impl Tools {
         if self.open_calls.len() == MAX_OPEN_CALLS {
             self.open_calls.pop_front();
         }
-        self.open_calls.push_back((name.to_owned(), key.clone()));
+        self.open_calls.push_back((name_hash(name), key.clone()));
         if self.calls.len() < MAX_TRACKED {
             self.calls.insert(
                 key,
@@ -119,7 +145,15 @@ impl Tools {
         result: ToolResult<'_>,
         out: &mut Vec<Event>,
     ) {
-        self.open_calls.retain(|(_, k)| *k != key);
+        if let Some(at) = self.open_calls.iter().position(|(_, k)| *k == key)
+            && let Some((name, _)) = self.open_calls.remove(at)
+        {
+            if self.answered.len() == MAX_OPEN_CALLS {
+                self.answered.pop_front();
+            }
+            self.answered
+                .push_back((name, TextDigest::of(&result.content)));
+        }
         // A client tool the agent answered itself: the client need not run it.
         let shown = self.calls.get(&key).map(|t| t.id.clone());
         self.client_calls
@@ -129,11 +163,7 @@ impl Tools {
             emit_result(ids, key.into(), result.content, result.error, out);
             return;
         }
-        if let Some(tool) = self.calls.get(&key)
-            && result.is_final
-            && tool.pending.is_empty()
-            && tool.delivered == Some(TextDigest::of(&result.content))
-        {
+        if self.repeats(&key, &result) {
             return;
         }
         // Checked before the piece is added: what is gathered so far goes
@@ -209,6 +239,13 @@ pub(super) fn emit_result(
         content,
         role: ToolRole::Tool,
     });
+}
+
+/// A tool's name as remembered: its hash (names come from the agent and
+/// may be long; a collision at worst answers the wrong open call).
+fn name_hash(name: &str) -> u64 {
+    use std::hash::BuildHasher;
+    WordHashBuilder::default().hash_one(name)
 }
 
 /// TOOL_CALL_ARGS carries JSON text. A string argument that already is JSON

@@ -5,8 +5,12 @@
 //! so far (`""`, `"It is "`, `"It is 21C "`: a Task per event), as deltas
 //! under one id, or as the whole message again at the end (ADK repeats
 //! its last event as the waiting status). Part by part (by position):
-//! - a text part that equals what its position has shown adds nothing;
-//! - one that extends it is a snapshot: only the rest is new;
+//! - a text part that equals what its position has shown adds nothing (a
+//!   message item's only in a snapshot stream or from 16 bytes: "ha" then
+//!   "ha" are two deltas);
+//! - one that extends it is a snapshot: only the rest is new (a message
+//!   item's only when what was shown is a few bytes long or the position
+//!   has shown itself a snapshot stream: "1" then "1." are deltas);
 //! - one that does neither is a delta: all of it is new, and what the
 //!   position has shown grows by it (so the whole text resent at the end
 //!   is recognised as what was shown);
@@ -33,12 +37,42 @@ struct Shown {
     /// For text, everything its position has shown; else the part's.
     digest: TextDigest,
     text: bool,
+    /// How the position's text has behaved so far.
+    behaviour: Behaviour,
 }
+
+/// What a text position's versions have shown themselves to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Behaviour {
+    /// One version (or only empty ones): either may follow.
+    Unknown,
+    /// A version extended the text so far: each holds everything so far.
+    Snapshots,
+    /// A version did neither: each is the next piece.
+    Deltas,
+}
+
+/// The text so far is taken to be a snapshot's prefix only from this many
+/// bytes: a token-sized text may as well be followed by a delta that
+/// starts with it ("1" then "1."; "2" then "2").
+const MIN_SNAPSHOT_PREFIX: usize = 3;
+/// Before the position has shown its behaviour, the same text again is a
+/// resend only from this many bytes (shorter, it may be a repeated token).
+pub(super) const MIN_RESEND: usize = 16;
 
 #[derive(Debug, Default)]
 struct Message {
     parts: Vec<Shown>,
     metadata: Option<TextDigest>,
+}
+
+/// What carried the message: a status (a Task's or a status update's
+/// message, which agents resend whole as the state moves on) or a stream
+/// item (a message event, which agents also use for deltas).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Carrier {
+    Status,
+    Item,
 }
 
 /// What to show of one part of a message seen before.
@@ -87,6 +121,7 @@ impl Versions {
     pub(super) fn plan(
         &mut self,
         id: &str,
+        carrier: Carrier,
         parts: Parts<'_>,
         metadata: Option<TextDigest>,
     ) -> Plan {
@@ -110,7 +145,7 @@ impl Versions {
         let mut plans = Vec::with_capacity(parts.len());
         parts.for_each_piece(|i, piece| {
             let plan = match message.parts.get_mut(i) {
-                Some(shown) => again(shown, &piece),
+                Some(shown) => again(shown, carrier, &piece),
                 None => {
                     if i < MAX_PARTS {
                         message.parts.push(first_sight(&piece));
@@ -132,29 +167,52 @@ fn first_sight(piece: &Piece<'_>) -> Shown {
         Piece::Text(text) => Shown {
             digest: TextDigest::of(text),
             text: true,
+            behaviour: Behaviour::Unknown,
         },
         Piece::Other(digest) => Shown {
             digest: *digest,
             text: false,
+            behaviour: Behaviour::Unknown,
         },
     }
 }
 
 /// What a part adds over what its position showed, and the record updated.
-fn again(shown: &mut Shown, piece: &Piece<'_>) -> PartPlan {
+/// Whether the same text again (or a text extending it) is a snapshot, a
+/// resend or a delta that happens to start with it is decided from how the
+/// position has behaved: lose nothing a delta stream sends.
+fn again(shown: &mut Shown, carrier: Carrier, piece: &Piece<'_>) -> PartPlan {
     match piece {
         Piece::Text(text) if shown.text => {
-            if shown.digest.len() == 0 {
+            let so_far = shown.digest.len();
+            if so_far == 0 {
                 shown.digest = TextDigest::of(text);
                 return PartPlan::Whole;
             }
-            if text.len() == shown.digest.len() && TextDigest::of(text) == shown.digest {
+            let same = text.len() == so_far && TextDigest::of(text) == shown.digest;
+            // A status message sent again as the state moves on is the
+            // same message; a stream item may be a repeated token.
+            let resend = match (carrier, shown.behaviour) {
+                (Carrier::Status, _) | (Carrier::Item, Behaviour::Snapshots) => same,
+                (Carrier::Item, Behaviour::Unknown | Behaviour::Deltas) => {
+                    same && so_far >= MIN_RESEND
+                }
+            };
+            if resend {
                 return PartPlan::Skip;
             }
-            if extends(text, shown.digest).is_some() {
-                let from = shown.digest.len();
+            let snapshot = carrier == Carrier::Status
+                || shown.behaviour == Behaviour::Snapshots
+                || so_far >= MIN_SNAPSHOT_PREFIX;
+            if snapshot && !same && extends(text, shown.digest).is_some() {
+                if shown.behaviour == Behaviour::Unknown {
+                    shown.behaviour = Behaviour::Snapshots;
+                }
                 shown.digest = TextDigest::of(text);
-                return PartPlan::From(from);
+                return PartPlan::From(so_far);
+            }
+            if shown.behaviour == Behaviour::Unknown {
+                shown.behaviour = Behaviour::Deltas;
             }
             shown.digest.update(text);
             PartPlan::Whole
@@ -175,7 +233,7 @@ mod tests {
     fn texts(versions: &mut Versions, id: &str, text: &str) -> Vec<String> {
         let value = serde_json::json!([{"kind": "text", "text": text}]);
         let parts = Parts::Values(value.as_array().map(Vec::as_slice).unwrap_or(&[]));
-        match versions.plan(id, parts, None) {
+        match versions.plan(id, Carrier::Item, parts, None) {
             Plan::First => vec![text.to_owned()],
             Plan::Again { parts, .. } => parts
                 .iter()
@@ -202,5 +260,9 @@ mod tests {
         assert_eq!(shown(&["It is ", "21C ", "in Paris."]), answer);
         assert_eq!(shown(&["It is ", "21C ", "in Paris.", answer]), answer);
         assert_eq!(shown(&["It is ", "It is 21C ", answer, answer]), answer);
+        // Deltas that repeat or start with the text so far lose nothing.
+        assert_eq!(shown(&["2", "2", "°C in Paris."]), "22°C in Paris.");
+        assert_eq!(shown(&["ha", "ha", "!"]), "haha!");
+        assert_eq!(shown(&["1", "1.", " Go"]), "11. Go");
     }
 }

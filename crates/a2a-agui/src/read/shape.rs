@@ -120,28 +120,36 @@ pub(super) fn media_type<'a>(part: &'a Object, meta: Option<&'a Object>) -> Opti
     on(part).or_else(|| meta.and_then(on))
 }
 
-/// A metadata key that states a type: `type`, `kind`, or a vendor's
-/// `<vendor>_type` (`adk_type`, `kagent_type`, `event_type`).
+/// A metadata key that states a type: `type`, `kind`, or one vendor
+/// word before `_type` (`adk_type`, `kagent_type`, `event_type`; not
+/// `model_type`'s kind of setting with more words: `llm_model_type`).
 fn is_type_key(key: &str) -> bool {
-    key == "type" || key == "kind" || key.ends_with("_type")
+    key == "type" || key == "kind" || vendor_prefixed(key, "_type")
 }
 
-/// A metadata key that flags reasoning: `thought`, `thinking`,
-/// `reasoning`, or a vendor's `<vendor>_thought` (`adk_thought`,
-/// `kagent_thought`), `_thinking`, `_reasoning`.
-fn is_reasoning_flag(key: &str) -> bool {
-    ["thought", "thinking", "reasoning"].iter().any(|word| {
-        key == *word
-            || key
-                .strip_suffix(word)
-                .is_some_and(|rest| rest.ends_with('_'))
+/// `key` is one vendor word (letters and digits) and then `suffix`.
+fn vendor_prefixed(key: &str, suffix: &str) -> bool {
+    key.strip_suffix(suffix).is_some_and(|vendor| {
+        !vendor.is_empty() && vendor.bytes().all(|b| b.is_ascii_alphanumeric())
     })
 }
 
-/// A part-metadata key that may give a text part another meaning (the
-/// fast reader leaves such parts to the lenient one).
+/// A metadata key that flags reasoning: `thought`, `thinking`,
+/// `reasoning`, or one vendor word before `_thought` (`adk_thought`,
+/// `kagent_thought`). Settings such as `extended_thinking` or
+/// `show_reasoning` are not flags.
+fn is_reasoning_flag(key: &str) -> bool {
+    matches!(key, "thought" | "thinking" | "reasoning") || vendor_prefixed(key, "_thought")
+}
+
+/// A part-metadata key that may give a text part another meaning: the
+/// fast reader leaves such parts to the lenient one. Broader than what
+/// is read (any `_type`, any reasoning word at the end), which costs
+/// speed only, never agreement.
 pub(super) fn is_hint_key(key: &str) -> bool {
-    is_type_key(key) || is_reasoning_flag(key)
+    ["type", "kind", "thought", "thinking", "reasoning"]
+        .iter()
+        .any(|word| key.ends_with(word))
 }
 
 /// What the metadata's type keys declare, the first that declares.
@@ -152,12 +160,14 @@ fn declared_in_metadata(meta: &Object) -> Option<Declared> {
 }
 
 /// What a text part's metadata declares: reasoning by a flag (`thought`,
-/// `thinking`, `reasoning`, a vendor's `<vendor>_thought`: true) or by a
-/// type key.
+/// `thinking`, `reasoning`, a vendor's `<vendor>_thought`: true) or by
+/// its `type` / `kind`.
 pub(super) fn text_is_reasoning(meta: &Object) -> bool {
     meta.iter()
         .any(|(k, _)| is_reasoning_flag(k) && flag(meta, k) == Some(true))
-        || declared_in_metadata(meta) == Some(Declared::Reasoning)
+        || ["type", "kind"]
+            .iter()
+            .any(|k| text(meta, k).and_then(declared_by_word) == Some(Declared::Reasoning))
 }
 
 /// Lifecycle words an event type may end with (`tool_call_started`).
@@ -292,7 +302,11 @@ pub(super) fn read<'a>(
             f(Block::ToolCall(call));
         }
         Declared::ToolResult => f(Block::ToolResult(tool::result(fields))),
-        Declared::Reasoning => f(Block::Thinking(thought(fields))),
+        Declared::Reasoning => match thought(fields) {
+            Some(thinking) => f(Block::Thinking(thinking)),
+            // No text to show (a summary in another shape): it stays data.
+            None => return false,
+        },
     }
     true
 }
@@ -322,15 +336,15 @@ fn openai_call<'a>(fields: &'a Object, f: &mut impl FnMut(Block<'a>)) -> bool {
 /// A thought in a data part: its text under `text`, `content`,
 /// `reasoning`, `thinking` or `thought`; Hector v2's block id, status
 /// (`completed`: the text is the whole thought again) and signature.
-fn thought(fields: &Object) -> Thinking<'_> {
+fn thought(fields: &Object) -> Option<Thinking<'_>> {
     const TEXT_KEYS: [&str; 5] = ["text", "content", "reasoning", "thinking", "thought"];
-    Thinking {
-        text: TEXT_KEYS.iter().find_map(|k| text(fields, k)).unwrap_or(""),
+    Some(Thinking {
+        text: TEXT_KEYS.iter().find_map(|k| text(fields, k))?,
         block_id: id(fields, "id"),
         signature: text(fields, "signature").filter(|s| !s.is_empty()),
         thinking_type: text(fields, "thinking_type"),
         completed: text(fields, "status") == Some("completed"),
-    }
+    })
 }
 
 #[cfg(test)]

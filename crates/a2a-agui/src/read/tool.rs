@@ -5,9 +5,8 @@
 //!
 //! - name: `name`, `tool_name`, `toolName`, `function_name`,
 //!   `functionName`, `function.name`;
-//! - call id: `id`, `tool_call_id`, `toolCallId`, `call_id`, `callId`,
-//!   `tool_use_id`, `toolUseId` (a result names its call by any of them
-//!   but `id` first, `id` last);
+//! - call id: `tool_call_id`, `toolCallId`, `call_id`, `callId`,
+//!   `tool_use_id`, `toolUseId`, then `id` (on a call or a result alike);
 //! - arguments: `arguments`, `args`, `input`, `parameters`, `tool_args`,
 //!   `toolArgs`, `function.arguments` (an object, or JSON text kept as sent), then the
 //!   `@ag-ui/a2a` bridge's `rawArguments`; Hector overlays `arguments` on
@@ -28,8 +27,7 @@ const NAME_KEYS: [&str; 5] = [
     "function_name",
     "functionName",
 ];
-/// How a result names its call; `id` comes last (on a result it may be
-/// the result's own id).
+/// How a call or a result names the call; `id` comes after them.
 const CALL_ID_KEYS: [&str; 6] = [
     "tool_call_id",
     "toolCallId",
@@ -57,14 +55,14 @@ pub(super) fn name(payload: &Object) -> Option<&str> {
         .filter(|n| !n.is_empty())
 }
 
-/// The call's id, as a call spells it (`id` first).
+/// The call's id: a key naming a call id first, `id` last (an OpenAI
+/// Responses item has its own `id` and the call's `call_id`; a result's
+/// `id` may be the result's own).
 pub(super) fn call_id(payload: &Object) -> Option<&str> {
-    id(payload, "id").or_else(|| result_call_id(payload))
-}
-
-/// The id of the call a result answers (`id` last).
-fn result_call_id(payload: &Object) -> Option<&str> {
-    CALL_ID_KEYS.iter().find_map(|k| id(payload, k))
+    CALL_ID_KEYS
+        .iter()
+        .find_map(|k| id(payload, k))
+        .or_else(|| id(payload, "id"))
 }
 
 /// A tool call's payload, flat or nested once more under `data` (Hector
@@ -88,6 +86,9 @@ pub(super) fn tool_payload(data: &Value) -> Option<&Object> {
 /// A call read from its payload; `None` without a name unless `unnamed`
 /// is allowed (the part declared itself a call in so many words).
 pub(super) fn call(payload: &Object, unnamed: bool) -> Option<ToolCall<'_>> {
+    if is_declaration(payload) {
+        return None;
+    }
     let name = match name(payload) {
         Some(name) => name,
         None if unnamed => UNKNOWN_TOOL,
@@ -99,6 +100,21 @@ pub(super) fn call(payload: &Object, unnamed: bool) -> Option<ToolCall<'_>> {
         arguments: arguments(payload),
         result: None,
     })
+}
+
+/// A tool's declaration rather than a call of it: `parameters` holding a
+/// JSON Schema (`properties`, or `type: "object"`) and no other arguments.
+fn is_declaration(payload: &Object) -> bool {
+    let schema = object(payload, "parameters")
+        .is_some_and(|p| p.contains_key("properties") || text(p, "type") == Some("object"));
+    let function_arguments =
+        object(payload, "function").is_some_and(|f| f.contains_key("arguments"));
+    schema
+        && !function_arguments
+        && ARGUMENT_KEYS
+            .iter()
+            .filter(|k| **k != "parameters")
+            .all(|k| !payload.contains_key(*k))
 }
 
 /// The call's arguments. JSON text is kept as sent (the client gets those
@@ -155,7 +171,7 @@ pub(super) fn result(payload: &Object) -> ToolResult<'_> {
         .map(str::to_owned)
         .or_else(|| failed.then(|| content.clone()));
     ToolResult {
-        id: result_call_id(payload).or_else(|| id(payload, "id")),
+        id: call_id(payload),
         name: name(payload),
         content,
         error,
@@ -195,7 +211,7 @@ pub(super) fn hinted_result<'a>(
         (_, error) => error,
     };
     ToolResult {
-        id: id.or_else(|| payload.and_then(result_call_id)),
+        id: id.or_else(|| payload.and_then(call_id)),
         name,
         content,
         error,
