@@ -159,10 +159,12 @@ impl<'de> Deserialize<'de> for PartMetadata {
                 mut map: A,
             ) -> Result<PartMetadata, A::Error> {
                 let mut hinted = false;
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    // A null mark is no mark, as the lenient reader reads it.
+                while let Some(key) = map.next_key::<&'de str>()? {
+                    // A borrowed key allocates nothing (a key with an escape
+                    // fails the parse: the lenient reader decides). A null
+                    // mark is no mark, as the lenient reader reads it.
                     let present = map.next_value::<Option<IgnoredAny>>()?.is_some();
-                    hinted |= present && super::shape::is_hint_key(&key);
+                    hinted |= present && super::shape::is_hint_key(key);
                 }
                 Ok(PartMetadata { hinted })
             }
