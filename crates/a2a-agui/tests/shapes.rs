@@ -562,3 +562,58 @@ proptest! {
         prop_assert_eq!(deltas(&events, "TEXT_MESSAGE_CONTENT"), tokens.concat());
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: ProptestConfig::default().cases.max(512), ..ProptestConfig::default() })]
+
+    /// ADK and kagent stream a turn's thought and answer in partial
+    /// events, then send the whole turn again in one working event (a new
+    /// message id, the whole thought and the whole answer together): it
+    /// adds nothing.
+    #[test]
+    fn a_turn_resent_whole_in_a_working_event_adds_nothing(
+        thought in words(),
+        answer in words(),
+        flag in prop_oneof![Just("thought"), Just("adk_thought"), Just("kagent_thought")],
+    ) {
+        let thinking = |text: &str| json!({"kind": "text", "text": text, "metadata": {flag: true}});
+        let mut items = vec![task("working")];
+        for (i, chunk) in thought.iter().enumerate() {
+            items.push(status(&format!("t{i}"), vec![thinking(chunk)], "working"));
+        }
+        for (i, chunk) in answer.iter().enumerate() {
+            items.push(status(&format!("a{i}"), vec![text_part(chunk)], "working"));
+        }
+        let (thought, answer) = (thought.concat(), answer.concat());
+        prop_assume!(thought.len() >= 16);
+        items.push(status("whole", vec![thinking(&thought), text_part(&answer)], "working"));
+        items.push(done());
+        let events = convert(&items);
+        check_sequence(&events).map_err(TestCaseError::fail)?;
+        prop_assert_eq!(deltas(&events, "REASONING_MESSAGE_CONTENT"), thought);
+        prop_assert_eq!(deltas(&events, "TEXT_MESSAGE_CONTENT"), answer);
+    }
+
+    /// Message items under one id, each the text so far, whatever the
+    /// length of the first: the text shows once (a first snapshot of a
+    /// byte or two may be taken for a delta once; never more).
+    #[test]
+    fn cumulative_message_items_recover_from_a_short_first_snapshot(
+        first in "[A-Z][a-z]?",
+        rest in words(),
+    ) {
+        let mut so_far = first.clone();
+        let mut items = vec![task("working"), message_item("answer", &so_far)];
+        for chunk in &rest {
+            so_far.push_str(chunk);
+            items.push(message_item("answer", &so_far));
+        }
+        items.push(done());
+        let events = convert(&items);
+        check_sequence(&events).map_err(TestCaseError::fail)?;
+        let shown = deltas(&events, "TEXT_MESSAGE_CONTENT");
+        // At worst the first snapshot shows twice, before the stream is
+        // known for one.
+        prop_assert!(shown == so_far || shown == format!("{first}{so_far}"), "{:?} vs {:?}", shown, so_far);
+    }
+}

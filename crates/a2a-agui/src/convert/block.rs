@@ -82,6 +82,9 @@ pub(super) struct Blocks {
     pub(super) transcript: Transcript,
     /// The run's reasoning, to recognise a thought sent again whole.
     thoughts: Transcript,
+    /// The last thought closed, until a tool call or result starts a new
+    /// step: ADK sends a turn's thought again whole with its answer.
+    last_thought: Option<TextDigest>,
     /// Set while a run ends waiting for input: the text message it closes
     /// says which task is waiting (see `Event::TextMessageEnd`).
     pub(super) closing_metadata: Option<TextMetadata>,
@@ -110,6 +113,12 @@ impl Blocks {
             Open::Text(text) if text.key == key => Some(text.digest),
             _ => None,
         }
+    }
+
+    /// A tool call or result: a thought after it is a new step's, even in
+    /// the words of the last one.
+    pub(super) fn new_step(&mut self) {
+        self.last_thought = None;
     }
 
     /// `text` is all the run's text so far, or all of the open message's.
@@ -157,6 +166,7 @@ impl Blocks {
 
     fn closed_reasoning(&mut self, open: OpenReasoning, out: &mut Vec<Event>) {
         self.thoughts.record_segment(open.digest);
+        self.last_thought = Some(open.digest);
         if let Some(block) = &open.block
             && self.closed_blocks.len() < MAX_TRACKED
         {
@@ -247,12 +257,13 @@ impl Blocks {
         let mut text = thinking.text;
         if !text.is_empty() {
             // A closing message resends what any earlier thought said;
-            // elsewhere only the open thought may be sent again (a new
+            // elsewhere only the open thought, or the last one when no
+            // tool call or result came since, may be sent again (a new
             // step may well repeat an earlier one's words).
             let repeat = if self.in_closing_message {
                 self.thoughts.classify(text, open_digest, Evidence::Closing)
             } else {
-                Transcript::again_of_open(text, open_digest)
+                Transcript::again_of_open(text, open_digest.or(self.last_thought))
             };
             match repeat {
                 Repeat::Skip if thinking.completed => return self.close_reasoning(out),

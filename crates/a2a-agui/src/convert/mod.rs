@@ -33,7 +33,7 @@ use self::resync::Resync;
 use self::run::{Ending, Lifecycle};
 use self::status::Origin;
 use self::subagents::Subagents;
-use self::tools::Tools;
+use self::tools::{NewCall, Tools};
 use self::ui::Surfaces;
 use self::versions::Versions;
 use crate::codes::ErrorCode;
@@ -473,10 +473,18 @@ impl<I: IdSource> Converter<I> {
                     return;
                 }
                 self.blocks.close(out);
+                self.blocks.new_step();
                 let parent = self.blocks.last_text_id().cloned();
-                let id = self
-                    .tools
-                    .start(ids, call.id, call.name, &call.arguments, parent, out);
+                // A client's tool is answered by the client; a call that
+                // reports its result itself needs none.
+                let announced = NewCall {
+                    id: call.id,
+                    name: call.name,
+                    arguments: &call.arguments,
+                    text: parent,
+                    awaits_result: !client_tool && call.result.is_none(),
+                };
+                let id = self.tools.start(ids, announced, out);
                 if client_tool {
                     // The client runs it: the run ends once this item is
                     // read, and no result is made up for it.
@@ -504,6 +512,7 @@ impl<I: IdSource> Converter<I> {
                     return;
                 }
                 self.blocks.close(out);
+                self.blocks.new_step();
                 let key = match (result.id, answered) {
                     (_, Some(key)) => key,
                     (Some(id), None) if self.tools.knows(id) => id.to_owned(),
@@ -513,9 +522,14 @@ impl<I: IdSource> Converter<I> {
                         let parent = self.blocks.last_text_id().cloned();
                         let name = result.name.unwrap_or(read::UNKNOWN_TOOL);
                         let empty = Value::Object(Object::new());
-                        self.tools
-                            .start(ids, result.id, name, &empty, parent, out)
-                            .to_string()
+                        let announced = NewCall {
+                            id: result.id,
+                            name,
+                            arguments: &empty,
+                            text: parent,
+                            awaits_result: true,
+                        };
+                        self.tools.start(ids, announced, out).to_string()
                     }
                 };
                 self.tools.result(ids, key, result, out);

@@ -272,8 +272,10 @@ impl<I: IdSource> Converter<I> {
             }),
             // LangGraph sends each status message with all the text so far.
             // (Only while status text is open can it be cumulative.)
+            // (Its text judged whatever else it carries: ADK sends a
+            // turn's thought and answer again together.)
             Origin::Status => match self.blocks.open_text_digest_for(Segment::status()) {
-                Some(open) => message.plain_text().map_or(Repeat::Emit, |whole| {
+                Some(open) => message.parts.unhinted_text().map_or(Repeat::Emit, |whole| {
                     self.blocks.transcript.cumulative(&whole, Some(open))
                 }),
                 None => Repeat::Emit,

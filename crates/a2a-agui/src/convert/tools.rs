@@ -13,6 +13,31 @@ use crate::event::{Event, Id, ToolRole};
 use crate::ids::{IdKind, IdSource};
 use crate::read::ToolResult;
 
+/// A call to announce.
+pub(super) struct NewCall<'a> {
+    /// The agent's id for it, if any.
+    pub(super) id: Option<&'a str>,
+    pub(super) name: &'a str,
+    pub(super) arguments: &'a Value,
+    /// The text message the call follows, if any: its parent. (Without
+    /// one there is none: a parent must name a message the run sent.)
+    pub(super) text: Option<Id>,
+    /// False for a client's tool (the client answers) and a call that
+    /// reports its result itself.
+    pub(super) awaits_result: bool,
+}
+
+/// A call awaiting its result.
+#[derive(Debug)]
+struct OpenCall {
+    /// A hash of the tool's name.
+    name: u64,
+    key: String,
+    /// The agent gave the call no id: a result without one is more
+    /// likely its answer than a call's that has an id of its own.
+    minted: bool,
+}
+
 /// How many unanswered calls a result without a call id may answer.
 const MAX_OPEN_CALLS: usize = 64;
 
@@ -29,10 +54,10 @@ struct ToolState {
 #[derive(Debug, Default)]
 pub(super) struct Tools {
     calls: HashMap<String, ToolState, WordHashBuilder>,
-    /// Calls announced and not yet answered, oldest first: (a hash of the
-    /// tool's name, key). At most `MAX_OPEN_CALLS`; an older one is no
-    /// longer answered by name (its result still finds it by id).
-    open_calls: VecDeque<(u64, String)>,
+    /// Calls announced and awaiting a result, oldest first. At most
+    /// `MAX_OPEN_CALLS`; an older one is no longer answered by name (its
+    /// result still finds it by id).
+    open_calls: VecDeque<OpenCall>,
     /// The last results delivered, (hash of the tool's name, content): a
     /// result without a call id sent again once its call is answered adds
     /// nothing. At most `MAX_OPEN_CALLS`.
@@ -51,19 +76,16 @@ impl Tools {
     }
 
     /// The call a result that names no call answers: the oldest open
-    /// call of the result's tool's name, or, when the result names no
-    /// tool either, the oldest open call.
+    /// call of the result's tool's name (of any name when it names none),
+    /// a call the agent gave no id first.
     pub(super) fn open_call(&self, name: Option<&str>) -> Option<String> {
-        match name {
-            Some(name) => {
-                let name = name_hash(name);
-                self.open_calls
-                    .iter()
-                    .find(|(called, _)| *called == name)
-                    .map(|(_, key)| key.clone())
-            }
-            None => self.open_calls.front().map(|(_, key)| key.clone()),
-        }
+        let name = name.map(name_hash);
+        let fits = |call: &&OpenCall| name.is_none_or(|n| n == call.name);
+        let mut fitting = self.open_calls.iter().filter(fits);
+        let first = fitting.clone().find(|call| call.minted);
+        first
+            .or_else(|| fitting.next())
+            .map(|call| call.key.clone())
     }
 
     /// The whole result last delivered for the call `key`, again.
@@ -86,18 +108,21 @@ impl Tools {
             .any(|(answered, digest)| *digest == content && name.is_none_or(|n| n == *answered))
     }
 
-    /// Announces a call; the caller has closed the open block. `text` is
-    /// the text message the call follows, if any: its parent. (Without
-    /// one there is none: a parent must name a message the run sent.)
+    /// Announces a call; the caller has closed the open block.
     pub(super) fn start(
         &mut self,
         ids: &mut impl IdSource,
-        id: Option<&str>,
-        name: &str,
-        arguments: &Value,
-        text: Option<Id>,
+        call: NewCall<'_>,
         out: &mut Vec<Event>,
     ) -> Id {
+        let NewCall {
+            id,
+            name,
+            arguments,
+            text,
+            awaits_result,
+        } = call;
+        let minted = id.is_none_or(str::is_empty);
         let (key, shown) = match id {
             Some(id) if !id.is_empty() => (id.to_owned(), ids.tool_call_id(id)),
             _ => {
@@ -118,10 +143,16 @@ impl Tools {
         out.push(Event::ToolCallEnd {
             tool_call_id: tool_call_id.clone(),
         });
-        if self.open_calls.len() == MAX_OPEN_CALLS {
-            self.open_calls.pop_front();
+        if awaits_result {
+            if self.open_calls.len() == MAX_OPEN_CALLS {
+                self.open_calls.pop_front();
+            }
+            self.open_calls.push_back(OpenCall {
+                name: name_hash(name),
+                key: key.clone(),
+                minted,
+            });
         }
-        self.open_calls.push_back((name_hash(name), key.clone()));
         if self.calls.len() < MAX_TRACKED {
             self.calls.insert(
                 key,
@@ -145,8 +176,8 @@ impl Tools {
         result: ToolResult<'_>,
         out: &mut Vec<Event>,
     ) {
-        if let Some(at) = self.open_calls.iter().position(|(_, k)| *k == key)
-            && let Some((name, _)) = self.open_calls.remove(at)
+        if let Some(at) = self.open_calls.iter().position(|call| call.key == key)
+            && let Some(OpenCall { name, .. }) = self.open_calls.remove(at)
         {
             if self.answered.len() == MAX_OPEN_CALLS {
                 self.answered.pop_front();

@@ -37,6 +37,8 @@ struct Shown {
     /// For text, everything its position has shown; else the part's.
     digest: TextDigest,
     text: bool,
+    /// The position's text in the last version (for text).
+    last: TextDigest,
     /// How the position's text has behaved so far.
     behaviour: Behaviour,
 }
@@ -142,10 +144,19 @@ impl Versions {
         };
         let metadata_changed = metadata.is_some() && metadata != message.metadata;
         message.metadata = metadata;
-        let mut plans = Vec::with_capacity(parts.len());
-        parts.for_each_piece(|i, piece| {
+        let mut pieces = Vec::with_capacity(parts.len());
+        parts.for_each_piece(|_, piece| pieces.push(piece));
+        // The whole message says it is a snapshot: it has grown by parts,
+        // or repeats one that is not text.
+        let snapshot = pieces.len() > 1
+            && (pieces.len() > message.parts.len()
+                || pieces.iter().zip(&message.parts).any(|(piece, shown)| {
+                    matches!(piece, Piece::Other(digest) if !shown.text && *digest == shown.digest)
+                }));
+        let mut plans = Vec::with_capacity(pieces.len());
+        for (i, piece) in pieces.into_iter().enumerate() {
             let plan = match message.parts.get_mut(i) {
-                Some(shown) => again(shown, carrier, &piece),
+                Some(shown) => again(shown, carrier, snapshot, &piece),
                 None => {
                     if i < MAX_PARTS {
                         message.parts.push(first_sight(&piece));
@@ -154,7 +165,7 @@ impl Versions {
                 }
             };
             plans.push(plan);
-        });
+        }
         Plan::Again {
             parts: plans,
             metadata_changed,
@@ -163,66 +174,73 @@ impl Versions {
 }
 
 fn first_sight(piece: &Piece<'_>) -> Shown {
-    match piece {
-        Piece::Text(text) => Shown {
-            digest: TextDigest::of(text),
-            text: true,
-            behaviour: Behaviour::Unknown,
-        },
-        Piece::Other(digest) => Shown {
-            digest: *digest,
-            text: false,
-            behaviour: Behaviour::Unknown,
-        },
+    let (digest, text) = match piece {
+        Piece::Text(text) => (TextDigest::of(text), true),
+        Piece::Other(digest) => (*digest, false),
+    };
+    Shown {
+        digest,
+        text,
+        last: digest,
+        behaviour: Behaviour::Unknown,
     }
 }
 
 /// What a part adds over what its position showed, and the record updated.
 /// Whether the same text again (or a text extending it) is a snapshot, a
 /// resend or a delta that happens to start with it is decided from how the
-/// position has behaved: lose nothing a delta stream sends.
-fn again(shown: &mut Shown, carrier: Carrier, piece: &Piece<'_>) -> PartPlan {
-    match piece {
-        Piece::Text(text) if shown.text => {
-            let so_far = shown.digest.len();
-            if so_far == 0 {
-                shown.digest = TextDigest::of(text);
-                return PartPlan::Whole;
-            }
-            let same = text.len() == so_far && TextDigest::of(text) == shown.digest;
-            // A status message sent again as the state moves on is the
-            // same message; a stream item may be a repeated token.
-            let resend = match (carrier, shown.behaviour) {
-                (Carrier::Status, _) | (Carrier::Item, Behaviour::Snapshots) => same,
-                (Carrier::Item, Behaviour::Unknown | Behaviour::Deltas) => {
-                    same && so_far >= MIN_RESEND
-                }
-            };
-            if resend {
-                return PartPlan::Skip;
-            }
-            let snapshot = carrier == Carrier::Status
-                || shown.behaviour == Behaviour::Snapshots
-                || so_far >= MIN_SNAPSHOT_PREFIX;
-            if snapshot && !same && extends(text, shown.digest).is_some() {
-                if shown.behaviour == Behaviour::Unknown {
-                    shown.behaviour = Behaviour::Snapshots;
-                }
-                shown.digest = TextDigest::of(text);
-                return PartPlan::From(so_far);
-            }
-            if shown.behaviour == Behaviour::Unknown {
-                shown.behaviour = Behaviour::Deltas;
-            }
-            shown.digest.update(text);
-            PartPlan::Whole
-        }
-        Piece::Other(digest) if !shown.text && *digest == shown.digest => PartPlan::Skip,
+/// position has behaved, and from the whole message (`snapshot`): lose
+/// nothing a delta stream sends.
+fn again(shown: &mut Shown, carrier: Carrier, snapshot: bool, piece: &Piece<'_>) -> PartPlan {
+    let text = match piece {
+        Piece::Text(text) if shown.text => *text,
+        Piece::Other(digest) if !shown.text && *digest == shown.digest => return PartPlan::Skip,
         _ => {
             *shown = first_sight(piece);
-            PartPlan::Whole
+            return PartPlan::Whole;
         }
+    };
+    let digest = TextDigest::of(text);
+    let last = std::mem::replace(&mut shown.last, digest);
+    let so_far = shown.digest.len();
+    if so_far == 0 {
+        shown.digest = digest;
+        return PartPlan::Whole;
     }
+    let snapshots = snapshot || shown.behaviour == Behaviour::Snapshots;
+    let same = digest == shown.digest;
+    // A status message sent again as the state moves on is the same
+    // message; a stream item may be a repeated token.
+    let resend = match carrier {
+        Carrier::Status => same,
+        Carrier::Item => same && (snapshots || so_far >= MIN_RESEND),
+    };
+    if resend {
+        return PartPlan::Skip;
+    }
+    let extends_shown = !same
+        && (carrier == Carrier::Status || snapshots || so_far >= MIN_SNAPSHOT_PREFIX)
+        && extends(text, shown.digest).is_some();
+    if extends_shown {
+        shown.behaviour = Behaviour::Snapshots;
+        shown.digest = digest;
+        return PartPlan::From(so_far);
+    }
+    // Taken for deltas too early (a short first snapshot): once a version
+    // extends the last one, the position is a snapshot stream from here.
+    if shown.behaviour == Behaviour::Deltas
+        && last.len() >= MIN_SNAPSHOT_PREFIX
+        && extends(text, last).is_some()
+    {
+        shown.behaviour = Behaviour::Snapshots;
+        shown.digest = digest;
+        return PartPlan::From(last.len());
+    }
+    if shown.behaviour == Behaviour::Unknown {
+        shown.behaviour = Behaviour::Deltas;
+    }
+    shown.digest.update(text);
+    PartPlan::Whole
 }
 
 #[cfg(test)]
@@ -264,5 +282,10 @@ mod tests {
         assert_eq!(shown(&["2", "2", "°C in Paris."]), "22°C in Paris.");
         assert_eq!(shown(&["ha", "ha", "!"]), "haha!");
         assert_eq!(shown(&["1", "1.", " Go"]), "11. Go");
+        // A short first snapshot taken for a delta: the stream recovers.
+        assert_eq!(
+            shown(&["I", "I am", "I am fine, thanks."]),
+            "II am fine, thanks."
+        );
     }
 }

@@ -130,11 +130,6 @@ impl MessageView<'_> {
         self.parts.for_each_text(|t, _| joined.push_str(t));
         joined
     }
-
-    /// The whole text when every part is plain text with no hint.
-    pub(crate) fn plain_text(&self) -> Option<String> {
-        self.parts.plain_text()
-    }
 }
 
 /// An artifact-update event (or one artifact of a Task snapshot).
