@@ -96,76 +96,73 @@ enum Declaration {
     InMetadata(&'static str, String),
 }
 
-fn call_declaration() -> impl Strategy<Value = Declaration> {
-    let word = prop_oneof![
-        Just("tool-call"),
-        Just("tool_call"),
-        Just("toolCall"),
-        Just("ToolCall"),
-        Just("function_call"),
-        Just("functionCall"),
-        Just("tool_use"),
-        Just("tool-use"),
-    ];
+/// A declaration drawn from these spellings of the `type` word, media
+/// types and metadata type values.
+fn declaration(
+    words: &'static [&'static str],
+    media_types: &'static [&'static str],
+    metadata_words: &'static [&'static str],
+) -> impl Strategy<Value = Declaration> {
     prop_oneof![
-        (prop_oneof![Just("type"), Just("kind")], word)
-            .prop_map(|(k, w)| Declaration::InData(k, w.to_owned())),
         (
-            any::<bool>(),
-            prop_oneof![
-                Just("application/vnd.acme.tool-call+json"),
-                Just("application/x-function-call"),
-                Just("application/vnd.x.function+json"),
-                Just("application/tool_use+json"),
-            ]
+            prop_oneof![Just("type"), Just("kind")],
+            prop::sample::select(words)
         )
-            .prop_map(|(on_part, v)| Declaration::MediaType {
+            .prop_map(|(k, w)| Declaration::InData(k, w.to_owned())),
+        (any::<bool>(), prop::sample::select(media_types)).prop_map(|(on_part, v)| {
+            Declaration::MediaType {
                 on_part,
-                value: v.to_owned()
-            }),
+                value: v.to_owned(),
+            }
+        }),
         (
-            metadata_type_key(),
-            prop_oneof![Just("function_call"), Just("tool-call")]
+            prop_oneof![Just("type"), Just("kagent_type"), Just("acme_type")],
+            prop::sample::select(metadata_words)
         )
             .prop_map(|(k, w)| Declaration::InMetadata(k, w.to_owned())),
     ]
 }
 
-fn metadata_type_key() -> impl Strategy<Value = &'static str> {
-    prop_oneof![Just("type"), Just("kagent_type"), Just("acme_type")]
+fn call_declaration() -> impl Strategy<Value = Declaration> {
+    declaration(
+        &[
+            "tool-call",
+            "tool_call",
+            "toolCall",
+            "ToolCall",
+            "function_call",
+            "functionCall",
+            "tool_use",
+            "tool-use",
+        ],
+        &[
+            "application/vnd.acme.tool-call+json",
+            "application/x-function-call",
+            "application/vnd.x.function+json",
+            "application/tool_use+json",
+        ],
+        &["function_call", "tool-call"],
+    )
 }
 
 fn result_declaration() -> impl Strategy<Value = Declaration> {
-    let word = prop_oneof![
-        Just("tool-result"),
-        Just("tool_result"),
-        Just("toolResult"),
-        Just("function_response"),
-        Just("functionResult"),
-        Just("tool_output"),
-        Just("function_call_output"),
-    ];
-    prop_oneof![
-        (prop_oneof![Just("type"), Just("kind")], word)
-            .prop_map(|(k, w)| Declaration::InData(k, w.to_owned())),
-        (
-            any::<bool>(),
-            prop_oneof![
-                Just("application/vnd.acme.tool-result+json"),
-                Just("application/x-function-response"),
-                Just("application/tool_output+json"),
-            ]
-        )
-            .prop_map(|(on_part, v)| Declaration::MediaType {
-                on_part,
-                value: v.to_owned()
-            }),
-        (
-            metadata_type_key(),
-            prop_oneof![Just("function_response"), Just("tool_result")]
-        )
-            .prop_map(|(k, w)| Declaration::InMetadata(k, w.to_owned())),
-    ]
+    declaration(
+        &[
+            "tool-result",
+            "tool_result",
+            "toolResult",
+            "function_response",
+            "functionResult",
+            "tool_output",
+            "function_call_output",
+        ],
+        &[
+            "application/vnd.acme.tool-result+json",
+            "application/x-function-response",
+            "application/tool_output+json",
+        ],
+        &["function_response", "tool_result"],
+    )
 }
 
 /// A data part carrying `fields`, declared so, in 0.3 or 1.0 form.

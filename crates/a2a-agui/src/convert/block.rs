@@ -263,7 +263,8 @@ impl Blocks {
             let repeat = if self.in_closing_message {
                 self.thoughts.classify(text, open_digest, Evidence::Closing)
             } else {
-                Transcript::again_of_open(text, open_digest.or(self.last_thought))
+                self.thoughts
+                    .again_of_open(text, open_digest.or(self.last_thought))
             };
             match repeat {
                 Repeat::Skip if thinking.completed => return self.close_reasoning(out),

@@ -113,22 +113,12 @@ impl Transcript {
         }
     }
 
-    /// Whether `text` sends the open segment again (from 16 bytes: a
-    /// shorter one may be a new chunk), or extends it (only the rest is
-    /// new); nothing else is judged.
-    pub(super) fn again_of_open(text: &str, open_segment: Option<TextDigest>) -> Repeat {
-        let Some(open) = open_segment.filter(|o| o.len() > 0) else {
-            return Repeat::Emit;
-        };
-        if text.len() == open.len() && TextDigest::of(text) == open {
-            return if text.len() >= OPENING_MIN_BYTES {
-                Repeat::Skip
-            } else {
-                Repeat::Emit
-            };
-        }
-        match extends(text, open) {
-            Some(rest) if open.len() >= OPENING_MIN_BYTES => Repeat::Remainder(rest.to_owned()),
+    /// Whether `text` sends the open segment again or extends it, judged
+    /// as cumulative text is, from 16 bytes of open segment (a shorter
+    /// one's text again may be a new chunk).
+    pub(super) fn again_of_open(&self, text: &str, open_segment: Option<TextDigest>) -> Repeat {
+        match open_segment {
+            Some(open) if open.len() >= OPENING_MIN_BYTES => self.cumulative(text, Some(open)),
             _ => Repeat::Emit,
         }
     }

@@ -30,11 +30,7 @@ pub(super) fn read<'a>(
     data: &'a Value,
     f: &mut impl FnMut(Block<'a>),
 ) -> bool {
-    let media_type = metadata
-        .and_then(|m| text(m, "mimeType"))
-        .or_else(|| text(part, "mimeType"))
-        .or_else(|| text(part, "mediaType"));
-    let marked = media_type.is_some_and(|t| MEDIA_TYPES.contains(&t));
+    let marked = super::part::media_types(part, metadata).any(|t| MEDIA_TYPES.contains(&t));
     let messages = match data {
         Value::Array(items) => items.as_slice(),
         single => std::slice::from_ref(single),

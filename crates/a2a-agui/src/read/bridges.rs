@@ -9,8 +9,8 @@
 
 use serde_json::Value;
 
-use super::json::{Object, array, id, text};
-use super::{Block, ToolResult};
+use super::json::{Object, array, text};
+use super::{Block, tool};
 
 /// Calls `f` with each block a bridge data part stands for; false when the
 /// data is none of these conventions.
@@ -39,35 +39,10 @@ pub(super) fn read<'a>(data: &'a Object, f: &mut impl FnMut(Block<'a>)) -> bool 
         return false;
     };
     for entry in results.iter().filter_map(Value::as_object) {
-        let failed = text(entry, "status").is_some_and(|s| s.eq_ignore_ascii_case("error"));
-        f(Block::ToolResult(result(
-            id(entry, "toolCallId").or_else(|| id(entry, "tool_call_id")),
-            text(entry, "name"),
-            entry.get("content"),
-            failed,
-        )));
+        // `{toolCallId, name, content, status}`: the result key families.
+        f(Block::ToolResult(tool::result(entry)));
     }
     true
-}
-
-fn result<'a>(
-    id: Option<&'a str>,
-    name: Option<&'a str>,
-    content: Option<&Value>,
-    failed: bool,
-) -> ToolResult<'a> {
-    let content = match content {
-        Some(Value::String(s)) => s.clone(),
-        None | Some(Value::Null) => String::new(),
-        Some(other) => other.to_string(),
-    };
-    ToolResult {
-        id,
-        name,
-        error: failed.then(|| content.clone()),
-        content,
-        is_final: true,
-    }
 }
 
 /// One RFC 6902 operation: a known `op`, a JSON Pointer `path`, and the

@@ -196,17 +196,14 @@ impl<'a> Parts<'a> {
     /// read, metadata aside), else the part as JSON. Recognises a chunk
     /// that a re-attached stream delivers again after a snapshot showed it.
     pub(crate) fn part_digests(&self) -> Vec<crate::digest::TextDigest> {
-        use crate::digest::TextDigest;
-        match self {
-            Parts::Values(values) => values
-                .iter()
-                .map(|value| match value.as_object().map(part::part_body_of) {
-                    Some(PartBody::Text(text)) => TextDigest::of(text),
-                    _ => TextDigest::of_json(value),
-                })
-                .collect(),
-            Parts::Plain(parts) => parts.iter().map(|p| TextDigest::of(p.text())).collect(),
-        }
+        let mut digests = Vec::with_capacity(self.len());
+        self.for_each_piece(|_, piece| {
+            digests.push(match piece {
+                Piece::Text(text) => crate::digest::TextDigest::of(text),
+                Piece::Other(digest) => digest,
+            });
+        });
+        digests
     }
 
     /// Each part as a version of a message compares it: its text (any

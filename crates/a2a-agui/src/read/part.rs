@@ -108,3 +108,16 @@ fn acp_part_body(part: &Object) -> PartBody<'_> {
         _ => PartBody::Empty,
     }
 }
+
+/// Every media type a part states, on itself then in its metadata, in any
+/// spelling of the key (1.0 `mediaType` on the part, 0.3 `mimeType` in
+/// metadata, …): what A2UI and the shape rules look for.
+pub(crate) fn media_types<'a>(
+    part: &'a Object,
+    metadata: Option<&'a Object>,
+) -> impl Iterator<Item = &'a str> {
+    const KEYS: [&str; 4] = ["mediaType", "mimeType", "media_type", "mime_type"];
+    std::iter::once(part)
+        .chain(metadata)
+        .flat_map(|o| KEYS.iter().filter_map(move |k| text(o, k)))
+}

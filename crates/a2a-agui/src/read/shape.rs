@@ -23,7 +23,7 @@
 use serde_json::Value;
 
 use super::json::{Object, flag, id, object, text};
-use super::{Block, Thinking, ToolCall, tool};
+use super::{Block, Thinking, ToolCall, part, tool};
 
 /// What a part declares itself to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,13 +113,6 @@ fn declared_by_media_type(media_type: &str) -> Option<Declared> {
     }
 }
 
-/// The media type a part states, on itself or in its metadata.
-pub(super) fn media_type<'a>(part: &'a Object, meta: Option<&'a Object>) -> Option<&'a str> {
-    const KEYS: [&str; 4] = ["mediaType", "mimeType", "media_type", "mime_type"];
-    let on = |o: &'a Object| KEYS.iter().find_map(|k| text(o, k));
-    on(part).or_else(|| meta.and_then(on))
-}
-
 /// A metadata key that states a type: `type`, `kind`, or one vendor
 /// word before `_type` (`adk_type`, `kagent_type`, `event_type`; not
 /// `model_type`'s kind of setting with more words: `llm_model_type`).
@@ -187,9 +180,9 @@ const LIFECYCLE: [&str; 9] = [
 /// `event_type` or a vendor's `<vendor>_event_type`), a lifecycle word
 /// after it allowed: `tool_call_started` declares a tool call.
 fn declared_by_event(meta: &Object) -> Option<Declared> {
-    let is_type_key = |k: &str| k == "type" || k == "kind" || k.ends_with("event_type");
+    let names_event_type = |k: &str| k == "type" || k == "kind" || k.ends_with("event_type");
     meta.iter()
-        .filter(|(k, _)| is_type_key(k))
+        .filter(|(k, _)| names_event_type(k))
         .filter_map(|(_, v)| v.as_str())
         .filter(|value| value.len() <= 2 * MAX_WORD)
         .find_map(|value| {
@@ -281,8 +274,8 @@ pub(super) fn read<'a>(
         .iter()
         .find_map(|k| text(fields, k).and_then(declared_by_word));
     let around = || {
-        media_type(part, meta)
-            .and_then(declared_by_media_type)
+        part::media_types(part, meta)
+            .find_map(declared_by_media_type)
             .or_else(|| meta.and_then(declared_in_metadata))
     };
     let (declared, said) = match in_data {

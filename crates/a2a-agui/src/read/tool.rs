@@ -179,9 +179,9 @@ pub(super) fn result(payload: &Object) -> ToolResult<'_> {
     }
 }
 
-/// A tool result from part-metadata hints (Hector v1) and its part's
-/// content: the payload's `content` (else the part's text), its `error`,
-/// and the hint's `is_error` flag.
+/// A tool result from part-metadata hints (Hector v1) and its part: the
+/// payload read as any result is (content, error), else the part's text;
+/// the hints name the call and the tool, and may flag an error.
 pub(super) fn hinted_result<'a>(
     id: Option<&'a str>,
     name: Option<&'a str>,
@@ -189,32 +189,27 @@ pub(super) fn hinted_result<'a>(
     is_final: Option<bool>,
     body: &PartBody<'a>,
 ) -> ToolResult<'a> {
-    let payload = match body {
-        PartBody::Data(data) => tool_payload(data),
+    let mut found = match body {
+        PartBody::Data(data) => tool_payload(data).map(result),
         _ => None,
-    };
-    let content = match payload.and_then(|p| p.get("content")) {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) | None => match body {
-            PartBody::Text(t) => (*t).to_owned(),
-            _ => String::new(),
-        },
-        Some(other) => other.to_string(),
-    };
-    let error = payload
-        .and_then(|p| text(p, "error"))
-        .filter(|e| !e.is_empty())
-        .map(str::to_owned);
-    let is_error = is_error || error.is_some();
-    let error = match (is_error, error) {
-        (true, None) => Some(content.clone()),
-        (_, error) => error,
-    };
+    }
+    .unwrap_or(ToolResult {
+        id: None,
+        name: None,
+        content: String::new(),
+        error: None,
+        is_final: true,
+    });
+    if let PartBody::Text(text) = body {
+        found.content = (*text).to_owned();
+    }
+    if is_error && found.error.is_none() {
+        found.error = Some(found.content.clone());
+    }
     ToolResult {
-        id: id.or_else(|| payload.and_then(call_id)),
-        name,
-        content,
-        error,
+        id: id.or(found.id),
+        name: name.or(found.name),
         is_final: is_final.unwrap_or(true),
+        ..found
     }
 }
