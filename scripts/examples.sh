@@ -3,7 +3,12 @@
 #   examples/browser     @ag-ui/client 1.0.0's HttpAgent in a page, in headless
 #                        Chromium (/usr/bin/chromium), across origins, CORS
 #                        with credentials
-#   examples/copilotkit  the CopilotKit runtime 1.75.0 in front of the gateway,
+#   examples/copilotkit  a React page (<CopilotChat>, @copilotkit/react-core
+#                        1.74.0) on the gateway's /copilotkit, no runtime, in
+#                        headless Chromium: frontend tool, reload, a second
+#                        replica on the same Redis (redis-server)
+#   examples/copilotkit/runtime
+#                        the CopilotKit runtime 1.75.0 in front of the gateway,
 #                        driven by CopilotKitCore; named agents and API keys
 # Installs each example's npm packages first, pinned (scripts/lib/pinned.sh:
 # `npm ci` from its package-lock.json, skipped when up to date).
@@ -45,7 +50,7 @@ run() {
 
 if [[ ! -x "$AGUI_GATEWAY_BIN" ]]; then
     log "no gateway binary at $AGUI_GATEWAY_BIN (run cargo build, or set AGUI_GATEWAY_BIN)"
-    printf 'examples: 0 passed, 2 failed\n'
+    printf 'examples: 0 passed, 3 failed\n'
     exit 1
 fi
 
@@ -58,12 +63,19 @@ install_and_test() {
 
 if command -v "${CHROMIUM:-/usr/bin/chromium}" >/dev/null 2>&1; then
     run "browser: @ag-ui/client 1.0.0 in headless Chromium" install_and_test browser
+    if command -v "${REDIS_SERVER:-redis-server}" >/dev/null 2>&1; then
+        run "copilotkit: <CopilotChat> on /copilotkit in headless Chromium, two replicas" install_and_test copilotkit
+    else
+        log "redis-server not found (bash scripts/apt-install.sh redis-server=redis-server)"
+        failed=$((failed + 1))
+        failures+=("copilotkit: redis-server missing")
+    fi
 else
     log "chromium not found (bash scripts/apt-install.sh chromium=chromium)"
-    failed=$((failed + 1))
-    failures+=("browser: chromium missing")
+    failed=$((failed + 2))
+    failures+=("browser: chromium missing" "copilotkit: chromium missing")
 fi
-run "copilotkit: CopilotKit runtime 1.75.0 + CopilotKitCore" install_and_test copilotkit
+run "copilotkit/runtime: CopilotKit runtime 1.75.0 + CopilotKitCore" install_and_test copilotkit/runtime
 
 printf '\n'
 for name in "${failures[@]}"; do

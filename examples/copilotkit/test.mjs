@@ -1,70 +1,87 @@
 #!/usr/bin/env node
-// The CopilotKit example, end to end:
+// The CopilotKit page, end to end in headless Chromium, with no CopilotKit
+// runtime anywhere:
 //
-//   node test.mjs [--gateway-bin PATH] [--timeout-ms N] [--verbose]
+//   node test.mjs [--gateway-bin PATH] [--chromium PATH] [--redis-server PATH]
+//                 [--screenshot FILE] [--timeout-ms N] [--verbose]
 //
-// 1. `agui-gateway demo` on a free loopback port; server.mjs (the CopilotKit
-//    runtime) in front of it; client.mjs (CopilotKitCore) asks two questions
-//    in one thread. The output must hold the demo agent's answers, streamed
-//    in several chunks, its reasoning, its tool call with the result, and the
-//    CUSTOM events a2a.trajectory, a2a.citation, a2a.commands, a2a.status;
-//    every run finished.
-// 2. A second gateway from a configuration file, in front of the same demo
-//    agent: two named agents (`assistant`, `weather`), API keys on, and
-//    `weather` allowed to one key only. server.mjs with that key in
-//    AGUI_GATEWAY_TOKEN serves both agents; without a token the gateway
-//    answers 401 AUTH_REQUIRED, with another key 403 AUTH_FORBIDDEN, and the
-//    client reports the run as failed.
+// 1. bundles app.jsx (@copilotkit/react-core 1.74.0, React 19) with esbuild;
+// 2. starts a Redis (redis-server on a free loopback port, nothing saved),
+//    `agui-gateway demo` for its demo agent, and two gateway replicas A and
+//    B in front of that agent sharing the Redis journal; serves the page on
+//    127.0.0.1:<P> and opens it as http://localhost:<P>, another origin than
+//    the gateways', so every call is CORS;
+// 3. in Chromium, against A: two questions, each a frontend tool round trip
+//    (the agent calls the page's get_weather, CopilotKit runs it and sends
+//    the result back); the conversation in the DOM, in order;
+// 4. a reload: the same conversation, once, from A's /copilotkit connect,
+//    and the tool not run again;
+// 5. the same page against replica B (the single-route transport): B never
+//    saw the thread, the shared journal has it: the same conversation;
+// 6. no page error, no console error, no failed request.
 //
-// Loopback only, every wait bounded (--timeout-ms, default 120000, for it
-// all). Prints one line per check (`ok` / `FAIL`) and a summary; exits 0 when
-// every check passed.
+// Loopback only; every wait is bounded (--timeout-ms, default 120000, for it
+// all). Prints one line per check (`ok` / `FAIL`), then a summary; exits 0
+// when every check passed, 1 otherwise.
 
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import net from "node:net";
-import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+
+import { chromium } from "playwright-core";
+
+import { buildPage } from "./build.mjs";
+import { serve } from "./serve.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, "../..");
 
 const opts = {
     gatewayBin: process.env.AGUI_GATEWAY_BIN ?? path.join(ROOT, "target/debug/agui-gateway"),
+    chromium: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    redisServer: process.env.REDIS_SERVER ?? "redis-server",
+    screenshot: path.join(HERE, "dist", "copilotkit-example.png"),
     timeoutMs: 120000,
     verbose: false,
 };
 {
     const argv = process.argv.slice(2);
-    const usage = (message) => {
-        console.error(`copilotkit test: ${message}`);
-        console.error("usage: node test.mjs [--gateway-bin PATH] [--timeout-ms N] [--verbose]");
-        process.exit(2);
+    const flags = {
+        "--gateway-bin": "gatewayBin", "--chromium": "chromium", "--redis-server": "redisServer",
+        "--screenshot": "screenshot", "--timeout-ms": "timeoutMs",
     };
     for (let i = 0; i < argv.length; i++) {
-        const value = () => (i + 1 < argv.length ? argv[++i] : usage(`${argv[i]} needs a value`));
-        switch (argv[i]) {
-            case "--gateway-bin":
-                opts.gatewayBin = path.resolve(value());
-                break;
-            case "--timeout-ms":
-                opts.timeoutMs = Number(value());
-                break;
-            case "--verbose":
-                opts.verbose = true;
-                break;
-            default:
-                usage(`unknown argument ${argv[i]}`);
+        if (argv[i] === "--verbose") {
+            opts.verbose = true;
+            continue;
         }
+        const key = flags[argv[i]];
+        if (!key || i + 1 >= argv.length) {
+            console.error(`copilotkit test: unknown or incomplete argument ${argv[i]}`);
+            console.error("usage: node test.mjs [--gateway-bin PATH] [--chromium PATH] [--redis-server PATH] [--screenshot FILE] [--timeout-ms N] [--verbose]");
+            process.exit(2);
+        }
+        const value = argv[++i];
+        opts[key] = key === "timeoutMs" ? Number(value) : key === "redisServer" || key === "chromium" ? value : path.resolve(value);
     }
 }
-const trace = (msg) => opts.verbose && console.error(`copilotkit test: ${msg}`);
 
-// The demo agent's answer (crates/agui-gateway/src/demo.rs) for a city.
-const answer = (city) => `It is sunny in ${city}, 22 °C, with a light breeze.`;
-const KEY = "example-secret-1"; // the runtime's key for the second gateway
-const OTHER_KEY = "example-secret-2"; // a key `weather` does not allow
+// The demo agent calls the client's get_weather tool for a weather question
+// and answers with what the tool said (crates/agui-gateway/src/cli/demo_agent.rs).
+const TURNS = [
+    { question: "Weather in Tokyo?", city: "Tokyo" },
+    { question: "And in Oslo?", city: "Oslo" },
+];
+const toolSays = (city) => `{"temperature":21,"city":"${city}"}`;
+const CONVERSATION = TURNS.flatMap(({ question, city }) => [
+    `user: ${question}`,
+    `assistant: Asking your get_weather tool about ${city}.`,
+    `assistant: Your tool says: ${toolSays(city)}`,
+]);
+const LAST_ANSWER = `Your tool says: ${toolSays(TURNS[TURNS.length - 1].city)}`;
+const WAIT_MS = 20000;
 
 // ---- reporting and cleanup ------------------------------------------------
 let passed = 0;
@@ -75,21 +92,43 @@ function check(name, ok, detail = "") {
     console.log(`${ok ? "ok  " : "FAIL"} ${name}${!ok && detail ? `: ${detail}` : ""}`);
     return ok;
 }
+function same(name, actual, expected) {
+    const ok = JSON.stringify(actual) === JSON.stringify(expected);
+    return check(name, ok, `expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
+}
+const trace = (msg) => opts.verbose && console.error(`copilotkit test: ${msg}`);
+
 const children = [];
-const scratch = mkdtempSync(path.join(os.tmpdir(), "agui-copilotkit-example-"));
+const servers = [];
+let browser = null;
+let page = null;
 let done = false;
-function finish(error) {
+async function finish(error) {
     if (done) return;
     done = true;
     clearTimeout(timer);
-    if (error) check("the test ran to its end", false, error?.stack ?? String(error));
+    if (error) {
+        check("the test ran to its end", false, error?.stack ?? String(error));
+        // What the page showed when it went wrong.
+        try {
+            console.log(`the page showed: ${JSON.stringify(await shownMessages(page))}`);
+            await page.screenshot({ path: opts.screenshot });
+            console.log(`its screenshot: ${opts.screenshot}`);
+        } catch {}
+    }
+    try {
+        await browser?.close();
+    } catch {}
     for (const child of children) {
         try {
             child.kill("SIGKILL");
         } catch {}
     }
-    rmSync(scratch, { recursive: true, force: true });
-    console.log(`copilotkit example: ${passed} passed, ${failed} failed`);
+    for (const server of servers) {
+        server.closeAllConnections?.();
+        server.close();
+    }
+    console.log(`copilotkit page: ${passed} passed, ${failed} failed`);
     process.exit(failed === 0 && passed > 0 ? 0 : 1);
 }
 const timer = setTimeout(() => finish(new Error(`timed out after ${opts.timeoutMs} ms`)), opts.timeoutMs);
@@ -109,168 +148,159 @@ function freePort() {
     });
 }
 
-/** Starts a long-running process; resolves once `ready` matches its output (bounded). */
-function startProcess(label, command, args, { env = {}, ready, waitMs = 20000 } = {}) {
+/** Starts a process and resolves with the first match of `ready` in its output (15 s at most). */
+function start(label, command, args, ready) {
     trace(`starting ${label}: ${command} ${args.join(" ")}`);
-    // The environment of this test, less anything that would turn the
-    // gateway's authentication on where the test does not ask for it.
-    const base = { ...process.env };
-    delete base.AGUI_GATEWAY_API_KEYS;
-    delete base.AGUI_GATEWAY_TOKEN;
     const child = spawn(command, args, {
-        cwd: HERE,
         stdio: ["ignore", "pipe", "pipe"],
-        env: { ...base, AGUI_GATEWAY_LOG: process.env.AGUI_GATEWAY_LOG ?? "warn", ...env },
+        env: { ...process.env, AGUI_GATEWAY_LOG: process.env.AGUI_GATEWAY_LOG ?? "warn" },
     });
     children.push(child);
-    let output = "";
     return new Promise((resolve, reject) => {
-        const timeout = setTimeout(() => reject(new Error(`${label} not ready within ${waitMs} ms:\n${output}`)), waitMs);
-        const onData = (chunk) => {
-            output += chunk;
-            if (opts.verbose) process.stderr.write(`[${label}] ${chunk}`);
+        let output = "";
+        const timeout = setTimeout(() => reject(new Error(`${label} not ready within 15 s:\n${output}`)), 15000);
+        const read = (data) => {
+            output += data;
             const match = ready.exec(output);
             if (match) {
                 clearTimeout(timeout);
                 resolve(match);
             }
         };
-        child.stdout.on("data", onData);
-        child.stderr.on("data", onData);
+        child.stdout.on("data", read);
+        child.stderr.on("data", read);
         child.on("error", (e) => reject(new Error(`${label} could not start: ${e.message}`)));
-        child.on("exit", (code, signal) => {
-            clearTimeout(timeout);
-            reject(new Error(`${label} exited (${code ?? signal}):\n${output}`));
-        });
+        child.on("exit", (code, signal) => reject(new Error(`${label} exited (${code ?? signal}):\n${output}`)));
     });
 }
 
-/** Runs client.mjs --json to its end (bounded); its conversation, report and exit code. */
-function runClient(runtimeUrl, agent, messages) {
-    const args = [path.join(HERE, "client.mjs"), "--runtime", runtimeUrl, "--agent", agent, "--timeout-ms", "30000", "--json", ...messages];
-    trace(`client: node ${args.join(" ")}`);
-    return new Promise((resolve, reject) => {
-        const child = spawn(process.execPath, args, { cwd: HERE, stdio: ["ignore", "pipe", "pipe"] });
-        children.push(child);
-        let stdout = "";
-        let stderr = "";
-        child.stdout.on("data", (d) => (stdout += d));
-        child.stderr.on("data", (d) => (stderr += d));
-        const timeout = setTimeout(() => {
-            child.kill("SIGKILL");
-            reject(new Error(`client.mjs did not end within 45 s:\n${stdout}\n${stderr}`));
-        }, 45000);
-        child.on("exit", (code) => {
-            clearTimeout(timeout);
-            const lines = stdout.trimEnd().split("\n");
-            let report = null;
-            try {
-                report = JSON.parse(lines[lines.length - 1]);
-            } catch {}
-            const conversation = lines.slice(0, -1).join("\n");
-            if (opts.verbose) process.stderr.write(`[client ${agent}] exit ${code}\n${conversation}\n${stderr}`);
-            resolve({ code, conversation, report, stderr });
-        });
-    });
+async function startRedis() {
+    const port = await freePort();
+    const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
+    await start("redis-server", opts.redisServer, args, /Ready to accept connections/);
+    return `redis://127.0.0.1:${port}/0`;
 }
 
-async function startRuntime(label, gatewayUrl, agents, token) {
-    const [, url] = await startProcess(label, process.execPath, [path.join(HERE, "server.mjs")], {
-        env: { AGUI_GATEWAY_URL: gatewayUrl, COPILOTKIT_AGENTS: agents, PORT: "0", ...(token ? { AGUI_GATEWAY_TOKEN: token } : {}) },
-        ready: /runtime listening on (\S+)/,
-    });
+/** A gateway replica in front of `agent`, sharing the `journal`; its base URL. */
+async function startReplica(label, agent, journal, pageOrigin) {
+    const args = ["--upstream", agent, "--listen", "127.0.0.1:0", "--journal", journal, "--cors-origin", pageOrigin];
+    const [, url] = await start(label, opts.gatewayBin, args, /agui-gateway listening on (http:\/\/\S+)/);
     return url;
 }
 
-// ---- the test -------------------------------------------------------------
-async function main() {
-    // The demo, and the demo agent's own address (from its banner) for the
-    // second gateway.
-    const demoPort = await freePort();
-    const [, agentUrl] = await startProcess("demo", opts.gatewayBin, ["demo", "--listen", `127.0.0.1:${demoPort}`, "--delay-ms", "60"], {
-        ready: /demo A2A agent[^\n]*? on (http:\/\/127\.0\.0\.1:\d+\/)/,
-    });
-    const demoUrl = `http://127.0.0.1:${demoPort}`;
-
-    const securePort = await freePort();
-    const config = path.join(scratch, "gateway.toml");
-    writeFileSync(
-        config,
-        [
-            `listen = "127.0.0.1:${securePort}"`,
-            `default_agent = "assistant"`,
-            ``,
-            `[auth]`,
-            `api_keys_env = "EXAMPLE_GATEWAY_KEYS"`,
-            ``,
-            `[agents.assistant]`,
-            `upstream = "${agentUrl}"`,
-            ``,
-            `[agents.weather]`,
-            `upstream = "${agentUrl}"`,
-            `allow = ["key:copilot-runtime"]`,
-            ``,
-        ].join("\n"),
+// ---- the page -------------------------------------------------------------
+/** "role: text" of each message CopilotChat shows, in order. */
+async function shownMessages(page) {
+    return page.$$eval("[data-testid=copilot-user-message], [data-testid=copilot-assistant-message]", (els) =>
+        els.map((el) => {
+            const role = el.dataset.testid === "copilot-user-message" ? "user" : "assistant";
+            return `${role}: ${el.textContent.trim()}`;
+        }),
     );
-    await startProcess("secure gateway", opts.gatewayBin, ["--config", config], {
-        env: { EXAMPLE_GATEWAY_KEYS: `copilot-runtime:${KEY},viewer:${OTHER_KEY}` },
-        ready: /listening on http:\/\/127\.0\.0\.1:\d+/,
-    });
-    const secureUrl = `http://127.0.0.1:${securePort}`;
-
-    const [demoRuntime, keyedRuntime, anonymousRuntime, viewerRuntime] = await Promise.all([
-        startRuntime("runtime (demo)", demoUrl, "assistant"),
-        startRuntime("runtime (key)", secureUrl, "assistant,weather", KEY),
-        startRuntime("runtime (no key)", secureUrl, "weather"),
-        startRuntime("runtime (other key)", secureUrl, "weather", OTHER_KEY),
-    ]);
-
-    // -- 1. the demo, two turns in one thread ---------------------------------
-    {
-        const { code, conversation, report } = await runClient(demoRuntime, "assistant", ["Weather in Tokyo?", "And in Oslo?"]);
-        check("demo: the client exited 0 with a report", code === 0 && report?.ok === true, `exit ${code}, ${JSON.stringify(report?.errors)}`);
-        const turns = report?.turns ?? [];
-        check("demo: both turns' runs finished (RUN_FINISHED, task completed)",
-            turns.length === 2 && turns.every((t) => t.finished && t.taskState === "completed") && report.eventCounts?.RUN_FINISHED === 2,
-            JSON.stringify(turns.map((t) => [t.finished, t.taskState])));
-        check("demo: the answers are the demo agent's",
-            turns[0]?.text === answer("Tokyo") && turns[1]?.text === answer("Oslo"), JSON.stringify(turns.map((t) => t.text)));
-        check("demo: the conversation printed them",
-            conversation.includes(`you: Weather in Tokyo?\n`) && conversation.includes(`assistant: ${answer("Tokyo")}\n`) && conversation.includes(`assistant: ${answer("Oslo")}\n`),
-            conversation);
-        check("demo: each answer came in more than one TEXT_MESSAGE_CONTENT", turns.every((t) => t.textChunks > 1), JSON.stringify(turns.map((t) => t.textChunks)));
-        check("demo: reasoning came through", turns[0]?.reasoning.includes("I will call the weather tool."), turns[0]?.reasoning);
-        const call = turns[0]?.toolCalls?.[0];
-        check("demo: the agent's tool call came through with its result",
-            call?.name === "get_weather" && call.args?.city === "Tokyo" && call.result === "sunny, 22 °C", JSON.stringify(call));
-        const customs = new Set(report?.custom ?? []);
-        check("demo: the CUSTOM events a2a.trajectory, a2a.citation, a2a.commands and a2a.status came through",
-            ["a2a.trajectory", "a2a.citation", "a2a.commands", "a2a.status"].every((n) => customs.has(n)), JSON.stringify([...customs]));
-        check("demo: the client command is SHOW_WEATHER_CARD for the city asked about",
-            turns[1]?.commands?.[0]?.name === "SHOW_WEATHER_CARD" && turns[1].commands[0].params?.city === "Oslo", JSON.stringify(turns[1]?.commands));
-        check("demo: no run error", (report?.errors ?? []).length === 0 && !report?.eventCounts?.RUN_ERROR, JSON.stringify(report?.errors));
-    }
-
-    // -- 2. named agents and the gateway's API keys ------------------------------
-    {
-        const [weather, assistant] = await Promise.all([
-            runClient(keyedRuntime, "weather", ["Weather in Lima?"]),
-            runClient(keyedRuntime, "assistant", ["Weather in Rome?"]),
-        ]);
-        check("named agents: `weather` (/v1/agents/weather/agui, key allowed) answered",
-            weather.code === 0 && weather.report?.turns?.[0]?.text === answer("Lima"), `${weather.code} ${JSON.stringify(weather.report?.errors)}`);
-        check("named agents: `assistant` (/v1/agents/assistant/agui) answered in the same runtime",
-            assistant.code === 0 && assistant.report?.turns?.[0]?.text === answer("Rome"), `${assistant.code} ${JSON.stringify(assistant.report?.errors)}`);
-
-        const anonymous = await runClient(anonymousRuntime, "weather", ["Weather in Lima?"]);
-        check("auth: without AGUI_GATEWAY_TOKEN the gateway answers 401 AUTH_REQUIRED and the run fails",
-            anonymous.code === 1 && (anonymous.report?.errors ?? []).some((e) => e.includes("401") && e.includes("AUTH_REQUIRED")) && !anonymous.report?.turns?.[0]?.text,
-            JSON.stringify(anonymous.report?.errors));
-        const viewer = await runClient(viewerRuntime, "weather", ["Weather in Lima?"]);
-        check("auth: a key the agent does not allow gets 403 AUTH_FORBIDDEN and the run fails",
-            viewer.code === 1 && (viewer.report?.errors ?? []).some((e) => e.includes("403") && e.includes("AUTH_FORBIDDEN")),
-            JSON.stringify(viewer.report?.errors));
-    }
 }
 
-main().then(() => finish(), finish);
+/** Waits until the page shows `count` messages, the last one `last`. */
+async function waitForConversation(page, count, last) {
+    await page.waitForFunction(
+        ([count, last]) => {
+            const els = document.querySelectorAll(
+                "[data-testid=copilot-user-message], [data-testid=copilot-assistant-message]",
+            );
+            return els.length >= count && els[els.length - 1].textContent.trim() === last;
+        },
+        [count, last],
+        { timeout: WAIT_MS },
+    );
+}
+
+function watch(page, gateways) {
+    const seen = { problems: [], calls: [] };
+    page.on("console", (msg) => {
+        trace(`console ${msg.type()}: ${msg.text()}`);
+        if (msg.type() === "error") seen.problems.push(`console: ${msg.text()}`);
+    });
+    page.on("pageerror", (e) => seen.problems.push(`pageerror: ${e.message}`));
+    page.on("requestfailed", (r) => {
+        // CopilotChat connects on mount and again once the chat's agent is
+        // set up, aborting the first: that abort is the page's own.
+        const connect = r.url().endsWith("/connect") || r.postData()?.includes('"method":"agent/connect"');
+        if (connect && r.failure()?.errorText === "net::ERR_ABORTED") return;
+        seen.problems.push(`failed: ${r.method()} ${r.url()} ${r.failure()?.errorText}`);
+    });
+    page.on("response", (r) => {
+        if (r.status() >= 400) seen.problems.push(`${r.status()}: ${r.request().method()} ${r.url()}`);
+    });
+    page.on("request", (r) => {
+        const gateway = gateways.find((g) => r.url().startsWith(g.url));
+        if (gateway) seen.calls.push(`${gateway.name} ${r.method()} ${r.url().slice(gateway.url.length)}`);
+    });
+    return seen;
+}
+
+async function main() {
+    const { bytes } = await buildPage();
+    check("the page bundles", bytes > 0);
+
+    const pageServer = await serve({ port: 0, host: "127.0.0.1" });
+    servers.push(pageServer);
+    const pageOrigin = `http://localhost:${pageServer.address().port}`;
+
+    const journal = await startRedis();
+    const demoPort = await freePort();
+    const [, agent] = await start("agui-gateway demo", opts.gatewayBin,
+        ["demo", "--listen", `127.0.0.1:${demoPort}`, "--delay-ms", "5"],
+        /demo A2A agent \(0\.3 JSON-RPC\) on (http:\/\/[^\s,]+)/);
+    const a = await startReplica("replica A", agent, journal, pageOrigin);
+    const b = await startReplica("replica B", agent, journal, pageOrigin);
+    const gateways = [{ name: "A", url: a }, { name: "B", url: b }];
+    trace(`page ${pageOrigin}, agent ${agent}, replicas ${a} and ${b}, journal ${journal}`);
+
+    browser = await chromium.launch({
+        executablePath: opts.chromium,
+        headless: true,
+        args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    });
+    const context = await browser.newContext();
+    page = await context.newPage();
+    const seen = watch(page, gateways);
+    const pageUrl = (gateway, more = "") => `${pageOrigin}/?runtime=${encodeURIComponent(`${gateway}/copilotkit`)}&agent=default${more}`;
+
+    // Two questions against A, each a frontend tool round trip.
+    await page.goto(pageUrl(a));
+    const thread = (await page.locator("#thread").textContent()).trim();
+    check("the page made a thread id", /^[0-9a-f-]{36}$/.test(thread), thread);
+    for (const [i, { question, city }] of TURNS.entries()) {
+        await page.getByTestId("copilot-chat-textarea").fill(question);
+        await page.getByTestId("copilot-send-button").click();
+        await waitForConversation(page, (i + 1) * 3, `Your tool says: ${toolSays(city)}`);
+    }
+    same("the conversation, live", await shownMessages(page), CONVERSATION);
+    same("the page ran get_weather once per question", await page.locator("#tool-runs").textContent(), "2");
+    check("the runs went through A's /copilotkit",
+        seen.calls.some((c) => c === "A POST /copilotkit/agent/default/run"), seen.calls.join("; "));
+
+    // A reload: the conversation comes back from the gateway, once.
+    await page.reload();
+    await waitForConversation(page, CONVERSATION.length, LAST_ANSWER);
+    same("after a reload, the thread", (await page.locator("#thread").textContent()).trim(), thread);
+    same("after a reload, the conversation", await shownMessages(page), CONVERSATION);
+    same("after a reload, get_weather did not run again", await page.locator("#tool-runs").textContent(), "0");
+
+    // Replica B, which never saw the thread, over the single-route envelope.
+    const callsBefore = seen.calls.length;
+    await page.goto(pageUrl(b, "&transport=single"));
+    await waitForConversation(page, CONVERSATION.length, LAST_ANSWER);
+    same("on replica B, the thread", (await page.locator("#thread").textContent()).trim(), thread);
+    same("on replica B, the conversation", await shownMessages(page), CONVERSATION);
+    const onB = seen.calls.slice(callsBefore);
+    check("replica B served it, on its single route",
+        onB.length > 0 && onB.every((c) => c === "B POST /copilotkit" || c === "B GET /copilotkit" || c.startsWith("B OPTIONS")),
+        onB.join("; "));
+
+    mkdirSync(path.dirname(opts.screenshot), { recursive: true });
+    await page.screenshot({ path: opts.screenshot });
+    trace(`screenshot ${opts.screenshot}`);
+    same("no page error, console error, error status or failed request", seen.problems, []);
+}
+
+main().then(() => finish(null), (e) => finish(e));

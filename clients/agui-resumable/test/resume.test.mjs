@@ -18,14 +18,16 @@
 //      connections pass through untouched;
 //   2. runAgent, user message `count 12 40`, fresh threadId, through the
 //      proxy (`http://127.0.0.1:<proxy>/agui`), every event collected;
-//   3. connectAgent on a fresh agent, same threadId, straight to the gateway;
+//   3. connectAgent on a fresh agent, same threadId, straight to the gateway
+//      (the thread's replay: its messages restored), then again on the same
+//      agent (a client that still holds them: nothing duplicated);
 //   4. connectAgent on a thread the gateway never saw (the 204 path);
 //   5. runAgent of a long run, abortRun() after three text deltas: the
 //      agent's task is cancelled at once (`stopCancelled`).
 //
 // It asserts nothing. stdout: one JSON line per version
 //   {client, cutConnections, proxyConnections, reconnects, lastEventId,
-//    types, text, connectTypes, connectText, sameAsConnect, emptyConnectOk,
+//    types, text, connectTypes, connectMessages, connectAgain, emptyConnectOk,
 //    emptyConnectEvents, stopCancelled, received, cutTail, unhandledRejections,
 //    error}
 // where `received` counts the agent's /received entries for that thread and
@@ -265,8 +267,8 @@ async function runClient({ label, dir }) {
     types: [],
     text: "",
     connectTypes: [],
-    connectText: "",
-    sameAsConnect: false,
+    connectMessages: [],
+    connectAgain: [],
     emptyConnectOk: false,
     emptyConnectEvents: null,
     stopCancelled: false,
@@ -310,8 +312,11 @@ async function runClient({ label, dir }) {
   const runDeltas = runEvents.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta);
   line.text = runDeltas.join("");
 
-  // 3. connect, straight to the gateway, same thread.
+  // 3. connect, straight to the gateway, same thread: the messages the
+  // replay restores ("role: content"), then what a second connect of the
+  // same agent leaves (the same, once).
   const connectEvents = [];
+  const summary = (messages) => messages.map((m) => `${m.role}: ${typeof m.content === "string" ? m.content : ""}`);
   try {
     const agent = new Agent({ url: `${opts.gateway}/agui`, threadId });
     await beforeDeadline(
@@ -320,16 +325,13 @@ async function runClient({ label, dir }) {
       "connectAgent",
       () => agent.abortRun(),
     );
+    line.connectMessages = summary(agent.messages);
+    await beforeDeadline(agent.connectAgent({}, {}), deadline, "connectAgent again", () => agent.abortRun());
+    line.connectAgain = summary(agent.messages);
   } catch (error) {
     errors.push(`connect: ${describe(error)}`);
   }
   line.connectTypes = connectEvents.map((event) => event.type);
-  const connectDeltas = connectEvents.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta);
-  line.connectText = connectDeltas.join("");
-  line.sameAsConnect =
-    line.types.length > 0 &&
-    JSON.stringify(line.types) === JSON.stringify(line.connectTypes) &&
-    JSON.stringify(runDeltas) === JSON.stringify(connectDeltas);
 
   // 4. connect to a thread without a run: 204, no events, no error.
   const emptyEvents = [];

@@ -15,6 +15,8 @@
 //! - `pipeline`: parser + converter + encoder, bytes in, bytes out.
 //! - `codes`: every stable error code, shared with the gateway.
 //! - `ids`: where minted ids come from.
+//! - `messages`: AG-UI messages folded from events (a thread's replay);
+//!   `history`: a thread's conversation from the agent's stored tasks.
 //!
 //! Nothing here does I/O, reads a clock or draws randomness: ids come from
 //! an [`IdSource`] and timestamps from the caller. Nothing here fails on bad
@@ -28,8 +30,10 @@ mod custom;
 mod digest;
 mod encode;
 mod event;
+mod history;
 mod ids;
 mod measure;
+mod messages;
 mod pipeline;
 mod read;
 mod sse;
@@ -48,7 +52,9 @@ pub use event::{
     AssistantRole, Event, Id, Interrupt, InterruptReason, Outcome, Patch, PatchOp, ReasoningRole,
     RunResult, SubagentOutcome, TextMetadata, ToolRole,
 };
+pub use history::thread_messages;
 pub use ids::{IdKind, IdSource, SequentialIds, agent_tool_call_id, is_result_of_call};
+pub use messages::{FunctionCall, MAX_MESSAGE_BYTES, MAX_MESSAGES, Message, MessageFold, ToolCall};
 pub use pipeline::{StreamConverter, convert_recording, looks_like_sse};
 pub use read::{A2aMessage, ErrorReport, FileRef, PartBody, error_report, part_body};
 pub use sse::{DEFAULT_MAX_EVENT_BYTES, SseError, SseEvent, SseParser};

@@ -28,8 +28,8 @@ mod tool;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-pub(crate) use a2a::artifact_view;
 pub use a2a::{A2aMessage, ErrorReport, error_report};
+pub(crate) use a2a::{artifact_view, read_message_object};
 pub(crate) use acp::{AcpEvent, RunIds as AcpRunIds};
 pub(crate) use adk::state_delta;
 pub(crate) use hector::EventName;

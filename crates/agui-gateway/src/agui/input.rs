@@ -33,6 +33,19 @@ pub struct RunInput {
     resume: Vec<Resume>,
 }
 
+impl RunInput {
+    /// The input's messages as a JSON array, for the thread's replay
+    /// (activity messages are the UI's, never sent back).
+    pub fn messages_json(&self) -> bytes::Bytes {
+        let kept: Vec<&Value> = self
+            .messages
+            .iter()
+            .filter(|m| m["role"] != "activity" && m["id"].is_string())
+            .collect();
+        serde_json::to_vec(&kept).unwrap_or_default().into()
+    }
+}
+
 /// One `resume` entry.
 #[derive(Debug, Clone)]
 struct Resume {

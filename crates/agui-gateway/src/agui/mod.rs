@@ -29,7 +29,7 @@ use axum::response::Response;
 
 use self::input::{RunRequest, Upstream};
 use crate::edge::error::ApiError;
-use crate::journal::{RunBy, RunIdentity, ThreadRef};
+use crate::journal::{RunBy, RunIdentity, RunThread, Shelf, ThreadRef};
 use crate::obs::access::{AccessNote, Mode};
 use crate::random::random_u64;
 use crate::relay::{self, Conversion};
@@ -50,8 +50,10 @@ pub struct Call {
     pub run_by: RunBy,
     pub body: Bytes,
     pub access: Option<AccessNote>,
-    /// The inspector's run: the upstream events are written too.
-    pub tap: bool,
+    /// `Agui`; `Inspect` (the upstream events are written too);
+    /// `CopilotKit` (the runtime protocol: AG-UI whatever the agent's
+    /// format).
+    pub mode: Mode,
 }
 
 /// Runs one `RunAgentInput`.
@@ -61,9 +63,9 @@ pub async fn run(state: AppHandle, agent: Arc<Agent>, call: Call) -> Result<Resp
         run_by,
         body,
         access,
-        tap,
+        mode,
     } = call;
-    let mode = if tap { Mode::Inspect } else { Mode::Agui };
+    let tap = mode == Mode::Inspect;
     state.metrics.count_request(agent.name(), mode);
     let input = input::parse(&body)?;
     // One identity for the thread's memory and its runs in the journal
@@ -75,7 +77,13 @@ pub async fn run(state: AppHandle, agent: Arc<Agent>, call: Call) -> Result<Resp
         (input.thread_id.clone(), input.run_id.clone(), input.version);
     let identity = RunIdentity {
         owner: run_by.owner,
-        thread: Some((thread, run_id.clone())),
+        thread: Some(RunThread {
+            thread,
+            id: thread_id.clone(),
+            shelf: Shelf::new(agent.name(), &run_by.caller),
+            run_id: run_id.clone(),
+            input: input.messages_json(),
+        }),
     };
     let shared_state = input.shared_state();
     let plan = input.plan(&state.threads.get(thread))?;
@@ -107,8 +115,8 @@ pub async fn run(state: AppHandle, agent: Arc<Agent>, call: Call) -> Result<Resp
             state: shared_state,
         },
         // This endpoint has no query to choose from: the agent's format
-        // (the inspector reads AG-UI).
-        format: if tap {
+        // (the inspector and CopilotKit read AG-UI).
+        format: if tap || mode == Mode::CopilotKit {
             a2a_agui::OutputFormat::Agui
         } else {
             agent.config.format
@@ -132,11 +140,12 @@ pub async fn run(state: AppHandle, agent: Arc<Agent>, call: Call) -> Result<Resp
             Ok(message)
         }
     };
+    let owner = thread.owner_tag();
     let request = async {
         Ok(match send {
             Ok(mut message) => {
                 // Minted per request: a resumed run repeats its run id.
-                message.message_id = format!("agui-{:016x}", random_u64());
+                message.message_id = format!("agui-{:016x}-{owner}", random_u64());
                 outbound::build(&agent, &headers, &message, &rpc_id, &activate).await
             }
             Err(task) => outbound::cancel(&agent, &headers, &task).await,

@@ -77,6 +77,11 @@ pub fn parse(path: &str, text: &str, env: &Environment) -> Result<Config, Config
         }
         None => None,
     };
+    let copilotkit_path = match &file.copilotkit_path {
+        None => top.copilotkit_path.clone(),
+        Some(path) => super::copilotkit_path(path.get_ref())
+            .map_err(|why| at(path.span(), format!("copilotkit_path: {why}")))?,
+    };
     let otlp_endpoint = match &file.otlp_endpoint {
         Some(url) => Some(
             Url::parse(url.get_ref())
@@ -204,6 +209,7 @@ pub fn parse(path: &str, text: &str, env: &Environment) -> Result<Config, Config
         auth,
         rate_limit,
         inspector: file.inspector.unwrap_or(false),
+        copilotkit_path,
         otlp_endpoint,
     })
 }

@@ -109,6 +109,9 @@ pub struct ServeArgs {
     /// Serve the inspector page at /inspect (a run's A2A and AG-UI events side by side).
     #[arg(long, env = "AGUI_GATEWAY_INSPECTOR")]
     pub inspector: bool,
+    /// Serve the CopilotKit runtime protocol under this path ("" turns it off) [default: /copilotkit].
+    #[arg(long, env = "AGUI_GATEWAY_COPILOTKIT_PATH", value_parser = copilotkit_path_flag)]
+    pub copilotkit_path: Option<Option<String>>,
     /// Export OpenTelemetry spans to this OTLP/HTTP collector: its base URL (`/v1/traces` is added) [default: OTEL_EXPORTER_OTLP_ENDPOINT].
     #[arg(long, env = "AGUI_GATEWAY_OTLP_ENDPOINT")]
     pub otlp_endpoint: Option<Url>,
@@ -292,6 +295,9 @@ impl ServeArgs {
         if args.inspector {
             config.inspector = true;
         }
+        if let Some(path) = &args.copilotkit_path {
+            config.copilotkit_path = path.clone();
+        }
         // The flag, then the file, then OpenTelemetry's own variable.
         let otlp = args.otlp_endpoint.clone().or_else(|| {
             if config.otlp_endpoint.is_some() {
@@ -391,6 +397,10 @@ impl EdgeArgs {
 
 /// A count that 0 would make useless (no stream, no worker): refused with
 /// the flag's name, as the file refuses it with its line.
+fn copilotkit_path_flag(text: &str) -> Result<Option<String>, String> {
+    super::copilotkit_path(text)
+}
+
 fn at_least_one(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(0) => Err("must be at least 1".to_owned()),

@@ -307,8 +307,43 @@ pub struct Config {
     pub rate_limit: Option<RateLimit>,
     /// Serve the inspector (`/inspect`).
     pub inspector: bool,
+    /// Where the CopilotKit runtime protocol is served (`None`: not).
+    pub copilotkit_path: Option<String>,
     /// Where OpenTelemetry spans go (OTLP/HTTP), if anywhere.
     pub otlp_endpoint: Option<Url>,
+}
+
+/// Where the CopilotKit runtime protocol is served unless configured.
+pub const DEFAULT_COPILOTKIT_PATH: &str = "/copilotkit";
+
+/// A base path for the CopilotKit runtime protocol: `""` turns it off;
+/// else `/` and plain segments, not one of the gateway's own routes.
+pub fn copilotkit_path(text: &str) -> Result<Option<String>, String> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let plain = |segment: &str| {
+        !segment.is_empty()
+            && segment != "."
+            && segment != ".."
+            && segment
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.~".contains(&b))
+    };
+    let Some(rest) = text.strip_prefix('/') else {
+        return Err("must start with /".to_owned());
+    };
+    if !rest.split('/').all(plain) {
+        return Err(
+            "must be / and plain path segments (letters, digits, - _ . ~), with no trailing /"
+                .to_owned(),
+        );
+    }
+    let first = rest.split('/').next().unwrap_or_default();
+    if ["agui", "v1", "inspect", "healthz", "readyz", "metrics"].contains(&first) {
+        return Err(format!("/{first} is one of the gateway's own routes"));
+    }
+    Ok(Some(text.to_owned()))
 }
 
 /// The one source of the top level's defaults: the file, the flags and
@@ -332,6 +367,7 @@ impl Default for Config {
             auth: AuthConfig::default(),
             rate_limit: None,
             inspector: false,
+            copilotkit_path: Some(DEFAULT_COPILOTKIT_PATH.to_owned()),
             otlp_endpoint: None,
         }
     }

@@ -21,6 +21,7 @@ pub(super) struct FileConfig {
     pub(super) journal: Option<Spanned<String>>,
     pub(super) detach_grace_secs: Option<u64>,
     pub(super) inspector: Option<bool>,
+    pub(super) copilotkit_path: Option<Spanned<String>>,
     pub(super) otlp_endpoint: Option<Spanned<String>>,
     #[serde(default)]
     pub(super) limits: FileLimits,

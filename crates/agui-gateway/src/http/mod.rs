@@ -3,7 +3,9 @@
 //! agent card served through the gateway (`card`) and the inspector's page
 //! (`inspect`).
 
+mod calls;
 pub mod card;
+mod copilotkit;
 pub mod gate;
 pub mod inspect;
 pub mod negotiate;

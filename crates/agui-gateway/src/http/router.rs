@@ -16,20 +16,22 @@ use axum::routing::{any, get, post};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::{card, gate, inspect};
+use super::calls::{agui_input, read_body, run_by};
+use super::{card, copilotkit, gate, inspect};
 use crate::edge::cors;
 use crate::edge::error::ApiError;
 use crate::http::negotiate::{Negotiated, negotiate, output_format, wants_agui};
-use crate::journal::{CallerDigest, Owner, RunBy, RunIdentity};
+use crate::journal::{CallerDigest, RunIdentity};
 use crate::obs::access;
 use crate::obs::access::{AccessNote, Mode};
 use crate::random::random_u64;
 use crate::relay::{self, Conversion};
+use crate::resume;
+use crate::resume::WhenEmpty;
 use crate::state::{AppHandle, AppState};
 use crate::upstream::forwarding::{ReturnPolicy, returned_headers};
 use crate::upstream::outbound::{self, Forwarded};
 use crate::upstream::{Agent, CardStatus, UpstreamError};
-use crate::{agui, resume};
 
 pub fn router(state: AppHandle) -> Router {
     let mut router = Router::new().route("/healthz", get(healthz));
@@ -54,6 +56,13 @@ pub fn router(state: AppHandle) -> Router {
         router.route("/inspect/agents/{name}/run", post(inspect_run))
     } else {
         router
+    };
+    let router = match state.config.copilotkit_path.clone() {
+        Some(base) => router
+            .route(&base, any(copilotkit::handle))
+            .route(&format!("{base}/"), any(copilotkit::handle))
+            .route(&format!("{base}/{{*rest}}"), any(copilotkit::handle)),
+        None => router,
     };
     let router = router
         // The gateway enforces `max_request_bytes` itself, with a JSON error.
@@ -234,46 +243,22 @@ async fn run_agui(
     agui_input(state, agent, &parts, forwarded, body, mode).await
 }
 
-/// A `RunAgentInput` read, on any route: a reconnect continues its run,
-/// anything else calls the agent.
-async fn agui_input(
-    state: AppHandle,
-    agent: Arc<Agent>,
-    parts: &axum::http::request::Parts,
-    forwarded: Forwarded,
-    body: Bytes,
-    mode: Mode,
-) -> Result<Response, ApiError> {
-    let scope = gate::scope(&parts.extensions);
-    let run_by = run_by(&agent, &scope, parts, &body);
-    let access = AccessNote::noted(&parts.extensions, agent.name(), mode);
-    if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
-        return Ok(resumed);
-    }
-    let call = agui::Call {
-        headers: forwarded,
-        run_by,
-        body,
-        access,
-        tap: mode == Mode::Inspect,
-    };
-    agui::run(state, agent, call).await
-}
-
-/// Who sent which request: a reconnect must be the same.
-fn run_by(agent: &Agent, scope: &str, parts: &axum::http::request::Parts, body: &[u8]) -> RunBy {
-    let caller = CallerDigest::of(scope, &parts.headers);
-    let uri = parts.uri.path_and_query().map_or("", |p| p.as_str());
-    RunBy {
-        owner: Owner::of(agent.name(), &caller, parts.method.as_str(), uri, body),
-        caller,
-    }
-}
-
 async fn connect(State(state): State<AppHandle>, request: Request) -> Result<Response, ApiError> {
     let (agent, parts, caller, body) = run_request(&state, request, "agui/connect").await?;
     AccessNote::noted(&parts.extensions, agent.name(), Mode::Connect);
-    resume::connect(&state, &agent, &caller, &parts.headers, &body).await
+    state.metrics.count_request(agent.name(), Mode::Connect);
+    let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get())
+        .traced(parts.extensions.get());
+    let request = (&parts.headers, &forwarded);
+    resume::connect(
+        &state,
+        &agent,
+        &caller,
+        request,
+        &body,
+        WhenEmpty::NoContent,
+    )
+    .await
 }
 
 async fn stop(State(state): State<AppHandle>, request: Request) -> Result<Response, ApiError> {
@@ -297,33 +282,6 @@ async fn run_request(
     let body = read_body(state, body).await?;
     let caller = CallerDigest::of(&gate::scope(&parts.extensions), &parts.headers);
     Ok((agent, parts, caller, body))
-}
-
-/// The request body, up to `max_request_bytes` and within
-/// `request_body_timeout`; past either, a JSON error.
-async fn read_body(state: &AppState, body: Body) -> Result<Bytes, ApiError> {
-    let limits = &state.config.limits;
-    let limit = limits.max_request_bytes;
-    let read = tokio::time::timeout(
-        limits.request_body_timeout,
-        axum::body::to_bytes(body, limit),
-    );
-    match read.await {
-        Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(_)) => Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            ErrorCode::RequestTooLarge,
-            format!("the request body exceeds {limit} bytes"),
-        )),
-        Err(_) => Err(ApiError::new(
-            StatusCode::REQUEST_TIMEOUT,
-            ErrorCode::RequestTimeout,
-            format!(
-                "the request body did not arrive within {} s",
-                limits.request_body_timeout.as_secs()
-            ),
-        )),
-    }
 }
 
 async fn proxy_default(

@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
-use super::{JournalLimits, ResumeError, RunIdentity, ThreadRef, frame_start};
-
-/// Runs remembered per thread for `connect` (the latest is the one asked
-/// for, unless the client names a run).
-const RUNS_PER_THREAD: usize = 8;
+use super::threads::ThreadBook;
+use super::{
+    JournalLimits, ResumeError, RunIdentity, Shelf, ThreadRef, ThreadSummary, frame_start,
+};
 /// Expired runs are swept at most this often (a sweep visits every run).
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
@@ -34,7 +34,7 @@ struct Index {
     runs: HashMap<String, Arc<RunLog>>,
     /// Keys in the order their runs opened.
     order: VecDeque<String>,
-    threads: HashMap<ThreadRef, VecDeque<(String, String)>>,
+    threads: ThreadBook,
     swept: Instant,
 }
 
@@ -48,6 +48,8 @@ pub struct RunLog {
     last: watch::Sender<u64>,
     /// The run's A2A task, once the agent named it (what a stop cancels).
     task: Mutex<Option<String>>,
+    /// Cancelled when the client stops the run (`request_stop`).
+    stopper: Mutex<Option<CancellationToken>>,
 }
 
 struct LogState {
@@ -88,7 +90,7 @@ impl MemoryJournal {
                 index: Mutex::new(Index {
                     runs: HashMap::new(),
                     order: VecDeque::new(),
-                    threads: HashMap::new(),
+                    threads: ThreadBook::default(),
                     swept: Instant::now(),
                 }),
                 bytes: AtomicUsize::new(0),
@@ -129,12 +131,8 @@ impl MemoryJournal {
                 None => break,
             }
         }
-        if let Some((thread, run_id)) = &log.identity.thread {
-            let runs = index.threads.entry(*thread).or_default();
-            runs.push_back((run_id.clone(), key.clone()));
-            if runs.len() > RUNS_PER_THREAD {
-                runs.pop_front();
-            }
+        if let Some(thread) = &log.identity.thread {
+            index.threads.opened(thread, &key);
         }
         index.order.push_back(key.clone());
         index.runs.insert(key, log.clone());
@@ -150,14 +148,39 @@ impl MemoryJournal {
 
     /// A thread's run: the one named, else the latest.
     pub fn thread_run(&self, thread: &ThreadRef, run_id: Option<&str>) -> Option<Arc<RunLog>> {
-        let index = self.shared.index.lock().ok()?;
-        let runs = index.threads.get(thread)?;
-        let (_, key) = match run_id {
-            Some(id) => runs.iter().rev().find(|(run, _)| run == id)?,
-            None => runs.back()?,
+        self.thread_runs(thread, run_id).pop()
+    }
+
+    /// A thread's runs still kept (the one named, else all), oldest first.
+    pub fn thread_runs(&self, thread: &ThreadRef, run_id: Option<&str>) -> Vec<Arc<RunLog>> {
+        let Ok(index) = self.shared.index.lock() else {
+            return Vec::new();
         };
-        let log = index.runs.get(key)?;
-        (!log.expired(self.shared.limits.ttl)).then(|| log.clone())
+        let ttl = self.shared.limits.ttl;
+        let runs = index.threads.runs(thread, run_id);
+        runs.iter()
+            .filter_map(|key| index.runs.get(key))
+            .filter(|log| !log.expired(ttl))
+            .cloned()
+            .collect()
+    }
+
+    /// The A2A tasks a thread's runs named, oldest first.
+    pub fn thread_tasks(&self, thread: &ThreadRef) -> Vec<String> {
+        self.shared
+            .index
+            .lock()
+            .map(|index| index.threads.tasks(thread))
+            .unwrap_or_default()
+    }
+
+    /// A caller's threads with an agent, the latest to run first.
+    pub fn threads(&self, shelf: &Shelf) -> Vec<ThreadSummary> {
+        self.shared
+            .index
+            .lock()
+            .map(|index| index.threads.list(shelf))
+            .unwrap_or_default()
     }
 
     /// Runs and frame bytes held (for metrics and tests).
@@ -173,13 +196,8 @@ impl Shared {
             return;
         };
         index.order.retain(|k| k != key);
-        if let Some((thread, _)) = &log.identity.thread
-            && let Some(runs) = index.threads.get_mut(thread)
-        {
-            runs.retain(|(_, k)| k != key);
-            if runs.is_empty() {
-                index.threads.remove(thread);
-            }
+        if let Some(thread) = &log.identity.thread {
+            index.threads.forget_run(&thread.thread, key);
         }
         if let Ok(mut state) = log.state.lock() {
             if state.counted {
@@ -273,13 +291,44 @@ impl RunLog {
             }),
             last: watch::channel(0).0,
             task: Mutex::new(None),
+            stopper: Mutex::new(None),
         })
     }
 
-    /// The agent named the run's task.
+    /// The agent named the run's task (its thread keeps it too).
     pub fn note_task(&self, task: &str) {
         if let Ok(mut slot) = self.task.lock() {
             slot.get_or_insert_with(|| task.to_owned());
+        }
+        if let (Some(thread), Some(journal)) = (&self.identity.thread, self.journal.upgrade())
+            && let Ok(mut index) = journal.index.lock()
+        {
+            index.threads.note_task(&thread.thread, task);
+        }
+    }
+
+    /// Asks the run to end now (its client stopped it): `false` when it
+    /// has ended, or nothing relays it.
+    pub fn request_stop(&self) -> bool {
+        if self.is_finished() {
+            return false;
+        }
+        let Ok(stopper) = self.stopper.lock() else {
+            return false;
+        };
+        match stopper.as_ref() {
+            Some(token) if !token.is_cancelled() => {
+                token.cancel();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// What ends the run when its client stops it (`request_stop`).
+    pub fn set_stopper(&self, token: CancellationToken) {
+        if let Ok(mut stopper) = self.stopper.lock() {
+            *stopper = Some(token);
         }
     }
 
@@ -424,7 +473,13 @@ mod tests {
     fn identity(thread: Option<(&str, &str)>) -> RunIdentity {
         RunIdentity {
             owner: Owner::of("a", &anyone(), "POST", "/agui", b"{}"),
-            thread: thread.map(|(t, r)| (ThreadRef::new("a", &anyone(), t), r.to_owned())),
+            thread: thread.map(|(t, r)| crate::journal::RunThread {
+                thread: ThreadRef::new("a", &anyone(), t),
+                id: t.to_owned(),
+                shelf: crate::journal::Shelf::new("a", &anyone()),
+                run_id: r.to_owned(),
+                input: Bytes::new(),
+            }),
         }
     }
 

@@ -15,6 +15,7 @@
 mod follow;
 mod memory;
 pub mod redis;
+mod threads;
 
 use a2a_agui::ErrorCode;
 use axum::http::{HeaderMap, StatusCode};
@@ -22,6 +23,7 @@ use sha2::{Digest, Sha256};
 
 pub use follow::follow;
 pub use memory::{MemoryJournal, RunLog};
+pub use threads::{ThreadSummary, unix_ms};
 
 use crate::edge::error::ApiError;
 
@@ -190,6 +192,16 @@ impl ThreadRef {
     pub fn new(agent: &str, caller: &CallerDigest, thread_id: &str) -> ThreadRef {
         ThreadRef(digest(&[agent.as_bytes(), &caller.0, thread_id.as_bytes()]))
     }
+
+    /// What ends the A2A `messageId` of every message the gateway sends
+    /// for the thread: a replay from the agent's stored tasks shows only
+    /// tasks that carry it, so a caller who learns another's thread id
+    /// (which is the A2A `contextId`) still cannot read that thread
+    /// through the gateway. A digest of the digest: it reveals nothing of
+    /// the caller.
+    pub fn owner_tag(&self) -> String {
+        hex(&digest(&[b"owner", &self.0]))[..32].to_owned()
+    }
 }
 
 /// Who made a request, for the journal: the caller, and the owner a
@@ -200,12 +212,40 @@ pub struct RunBy {
     pub owner: Owner,
 }
 
+/// Whose threads a list shows: one agent's, for one caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Shelf([u8; 32]);
+
+impl Shelf {
+    pub fn new(agent: &str, caller: &CallerDigest) -> Shelf {
+        Shelf(digest(&[b"threads", agent.as_bytes(), &caller.0]))
+    }
+
+    pub fn to_hex(&self) -> String {
+        hex(&self.0)
+    }
+}
+
+/// The thread a run belongs to, as the journal keeps it.
+#[derive(Debug, Clone)]
+pub struct RunThread {
+    pub thread: ThreadRef,
+    /// The thread's id as the client wrote it (a thread list shows it).
+    pub id: String,
+    pub shelf: Shelf,
+    /// The run id the client chose.
+    pub run_id: String,
+    /// The messages of the run's input, a JSON array as the client sent
+    /// them (a thread's replay shows them before the run's own).
+    pub input: bytes::Bytes,
+}
+
 /// What the journal keeps about a new run besides its frames.
 #[derive(Debug, Clone)]
 pub struct RunIdentity {
     pub owner: Owner,
-    /// For `/agui` runs: the thread and the run id the client chose.
-    pub thread: Option<(ThreadRef, String)>,
+    /// For AG-UI runs: their thread.
+    pub thread: Option<RunThread>,
 }
 
 /// `Last-Event-ID: <run key>.<n>` as the gateway writes it.

@@ -13,6 +13,12 @@
 //!   `PX` renewed every `RENEW_EVERY`; when it lapses (the holder died), a
 //!   replica serving a reconnect may take the run over.
 //! - `thread:{ref}` list: `run_id\tkey`, newest first, for `connect`.
+//! - `thread:{ref}:info` hash: the thread's id as the client wrote it,
+//!   when it started and last ran; `thread:{ref}:tasks` list: the A2A
+//!   tasks its runs named; `threads:{shelf}` sorted set: a caller's
+//!   threads with an agent by last run (for a thread list). These outlive
+//!   the runs (`THREAD_TTL`): a replay then asks the agent for the tasks.
+//! - `run:{key}` also holds `input`: the run's input messages.
 //!
 //! Redis holds the run's forwarded headers (the user's credentials, as
 //! the forwarding policy lets them through) for the length of the run plus
@@ -26,7 +32,8 @@ use redis::{AsyncConnectionConfig, Client, RedisError, Script, Value as RedisVal
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::{JournalLimits, Owner, RunIdentity, ThreadRef};
+use super::threads::{MAX_LISTED, TASKS_PER_THREAD, unix_ms};
+use super::{JournalLimits, Owner, RunIdentity, Shelf, ThreadRef, ThreadSummary};
 
 const PREFIX: &str = "agui-gateway:";
 /// How long a lease holds without renewal.
@@ -36,7 +43,10 @@ pub const RENEW_EVERY: Duration = Duration::from_millis(1500);
 /// A live run's keys expire this long after the last renewal.
 const LIVE_TTL: Duration = Duration::from_secs(120);
 /// Runs remembered per thread for `connect`.
-const RUNS_PER_THREAD: isize = 8;
+const RUNS_PER_THREAD: isize = super::threads::RUNS_PER_THREAD as isize;
+/// How long a thread's record (its id, its tasks, its place in its
+/// caller's list) stays after its last run.
+const THREAD_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 /// How long a follower's blocking read waits before it looks at the lease.
 pub const BLOCK: Duration = Duration::from_secs(1);
 /// Entries one read returns at most.
@@ -137,6 +147,18 @@ fn lease_key(key: &str) -> String {
 
 fn thread_key(thread: &ThreadRef) -> String {
     format!("{PREFIX}thread:{}", thread.to_hex())
+}
+
+fn thread_info_key(thread: &ThreadRef) -> String {
+    format!("{PREFIX}thread:{}:info", thread.to_hex())
+}
+
+fn thread_tasks_key(thread: &ThreadRef) -> String {
+    format!("{PREFIX}thread:{}:tasks", thread.to_hex())
+}
+
+fn shelf_key(shelf: &Shelf) -> String {
+    format!("{PREFIX}threads:{}", shelf.to_hex())
 }
 
 fn millis(duration: Duration) -> u64 {
@@ -240,13 +262,38 @@ impl RedisJournal {
                 .with_expiration(redis::SetExpiry::PX(millis(LEASE))),
         )
         .ignore();
-        if let Some((thread, run_id)) = &identity.thread {
-            let list = thread_key(thread);
-            pipe.lpush(&list, format!("{run_id}\t{key}"))
+        if let Some(thread) = &identity.thread {
+            let list = thread_key(&thread.thread);
+            pipe.lpush(&list, format!("{}\t{key}", thread.run_id))
                 .ignore()
                 .ltrim(&list, 0, RUNS_PER_THREAD - 1)
                 .ignore()
                 .pexpire(&list, millis(LIVE_TTL + self.ttl) as i64)
+                .ignore()
+                .hset(run_key(key), "input", thread.input.as_ref())
+                .ignore();
+            let (info, shelf, now) = (
+                thread_info_key(&thread.thread),
+                shelf_key(&thread.shelf),
+                unix_ms(),
+            );
+            let thread_ttl = millis(THREAD_TTL) as i64;
+            pipe.hset_nx(&info, "created", now)
+                .ignore()
+                .hset_multiple(
+                    &info,
+                    &[("id", thread.id.clone()), ("updated", now.to_string())],
+                )
+                .ignore()
+                .pexpire(&info, thread_ttl)
+                .ignore()
+                .zadd(&shelf, thread.thread.to_hex(), now)
+                .ignore()
+                .zremrangebyrank(&shelf, 0, -(MAX_LISTED as isize) - 1)
+                .ignore()
+                .pexpire(&shelf, thread_ttl)
+                .ignore()
+                .pexpire(thread_tasks_key(&thread.thread), thread_ttl)
                 .ignore();
         }
         pipe.query_async::<()>(&mut self.conn()).await?;
@@ -399,18 +446,105 @@ impl RedisJournal {
         thread: &ThreadRef,
         run_id: Option<&str>,
     ) -> Result<Option<String>, SharedError> {
+        Ok(self.thread_runs(thread, run_id).await?.pop())
+    }
+
+    /// The run keys of a thread (the one named, else all), oldest first.
+    pub async fn thread_runs(
+        &self,
+        thread: &ThreadRef,
+        run_id: Option<&str>,
+    ) -> Result<Vec<String>, SharedError> {
         let runs: Vec<String> = redis::cmd("LRANGE")
             .arg(thread_key(thread))
             .arg(0)
             .arg(RUNS_PER_THREAD - 1)
             .query_async(&mut self.conn())
             .await?;
-        Ok(runs.iter().find_map(|entry| {
-            let (id, key) = entry.split_once('\t')?;
-            run_id
-                .is_none_or(|wanted| wanted == id)
-                .then(|| key.to_owned())
-        }))
+        Ok(runs
+            .iter()
+            .rev()
+            .filter_map(|entry| {
+                let (id, key) = entry.split_once('\t')?;
+                run_id
+                    .is_none_or(|wanted| wanted == id)
+                    .then(|| key.to_owned())
+            })
+            .collect())
+    }
+
+    /// A run's input messages, as recorded when it opened.
+    pub async fn run_input(&self, key: &str) -> Result<Option<Bytes>, SharedError> {
+        let input: Option<Vec<u8>> = redis::cmd("HGET")
+            .arg(run_key(key))
+            .arg("input")
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(input.map(Bytes::from))
+    }
+
+    /// The run's agent named its task: its thread keeps it.
+    pub async fn note_thread_task(
+        &self,
+        thread: &ThreadRef,
+        task: &str,
+    ) -> Result<(), SharedError> {
+        let list = thread_tasks_key(thread);
+        redis::pipe()
+            .lrem(&list, 0, task)
+            .ignore()
+            .rpush(&list, task)
+            .ignore()
+            .ltrim(&list, -(TASKS_PER_THREAD as isize), -1)
+            .ignore()
+            .pexpire(&list, millis(THREAD_TTL) as i64)
+            .ignore()
+            .query_async::<()>(&mut self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// The A2A tasks a thread's runs named, oldest first.
+    pub async fn thread_tasks(&self, thread: &ThreadRef) -> Result<Vec<String>, SharedError> {
+        Ok(redis::cmd("LRANGE")
+            .arg(thread_tasks_key(thread))
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut self.conn())
+            .await?)
+    }
+
+    /// A caller's threads with an agent, the latest to run first.
+    pub async fn threads(&self, shelf: &Shelf) -> Result<Vec<ThreadSummary>, SharedError> {
+        let refs: Vec<String> = redis::cmd("ZREVRANGE")
+            .arg(shelf_key(shelf))
+            .arg(0)
+            .arg(MAX_LISTED - 1)
+            .query_async(&mut self.conn())
+            .await?;
+        if refs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for hex in &refs {
+            pipe.cmd("HMGET")
+                .arg(format!("{PREFIX}thread:{hex}:info"))
+                .arg("id")
+                .arg("created")
+                .arg("updated");
+        }
+        let infos: Vec<(Option<String>, Option<u64>, Option<u64>)> =
+            pipe.query_async(&mut self.conn()).await?;
+        Ok(infos
+            .into_iter()
+            .filter_map(|(id, created, updated)| {
+                Some(ThreadSummary {
+                    id: id?,
+                    created_ms: created.unwrap_or_default(),
+                    updated_ms: updated.unwrap_or_default(),
+                })
+            })
+            .collect())
     }
 
     /// Entries after frame `after`'s entry id (exclusive), at most

@@ -56,6 +56,8 @@ pub enum Mode {
     Inspect,
     /// `GET /v1/agents`: the agents this caller may use.
     Agents,
+    /// The CopilotKit runtime protocol (`/copilotkit/…`).
+    CopilotKit,
 }
 
 impl Mode {
@@ -69,6 +71,7 @@ impl Mode {
             Mode::Card => "card",
             Mode::Inspect => "inspect",
             Mode::Agents => "agents",
+            Mode::CopilotKit => "copilotkit",
         }
     }
 }

@@ -201,31 +201,10 @@ async fn read_task(
     task: &str,
     limit: usize,
 ) -> Option<Vec<u8>> {
-    // Held until the answer is read: the span ends with it.
-    let Outgoing { request, span } =
-        outbound::task_call(agent, forwarded, TaskCall::Get, task).await;
-    let read = async {
-        let Ok(response) = request.send().await else {
-            span.fail("unreachable");
-            return None;
-        };
-        span.answered(response.status());
-        if !response.status().is_success() {
-            return None;
-        }
-        let mut body = response.bytes_stream();
-        let mut document = Vec::new();
-        while let Some(chunk) = body.next().await {
-            document.extend_from_slice(&chunk.ok()?);
-            if document.len() > limit {
-                return None;
-            }
-        }
-        Some(document)
-    };
-    let document = tokio::time::timeout(agent.config.idle_timeout, read)
+    let document = outbound::task_call(agent, forwarded, TaskCall::Get, task)
         .await
-        .ok()??;
+        .answer(agent, limit)
+        .await?;
     (!refuses(&document)).then_some(document)
 }
 

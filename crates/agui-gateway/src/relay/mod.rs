@@ -261,8 +261,14 @@ impl RelayState {
     ) -> RelayState {
         let idle_timeout = run.agent.config.idle_timeout;
         let first_deadline = Instant::now() + run.keepalive.min(idle_timeout);
+        // Ends the run when the gateway stops, or when its client stops it
+        // (`RunLog::request_stop`, which has no other way in).
+        let stop = run.shutdown.stop.child_token();
+        if let Some(log) = &run.log {
+            log.set_stopper(stop.clone());
+        }
         RelayState {
-            stop: Box::pin(run.shutdown.stop.clone().cancelled_owned()),
+            stop: Box::pin(stop.cancelled_owned()),
             timer: Box::pin(tokio::time::sleep_until(first_deadline.into())),
             observer: RunObserver::new(
                 run.metrics.clone(),
@@ -319,6 +325,9 @@ impl RelayState {
     /// client's reconnect reaches another replica, which takes the run
     /// over. Any other run ends with `RUN_ERROR GATEWAY_SHUTTING_DOWN`.
     async fn stopping(&mut self) -> Option<Bytes> {
+        if !self.run.shutdown.stop.is_cancelled() {
+            return Some(self.stopped_by_client());
+        }
         if let Some(shared) = &mut self.shared
             && shared.hand_over().await
         {
@@ -330,6 +339,36 @@ impl RelayState {
             ErrorCode::GatewayShuttingDown,
             "the gateway is shutting down".to_owned(),
         ))
+    }
+
+    /// The client stopped the run (its task is being cancelled): it ends
+    /// now, as a cancel the agent reported would end it (everything open
+    /// closed, `RUN_FINISHED`), and the upstream call is dropped. The
+    /// status is recorded like agent input, so a rebuild ends the same.
+    fn stopped_by_client(&mut self) -> Bytes {
+        let converter = self.stream.converter();
+        let mut cancelled = serde_json::json!({
+            "kind": "status-update", "final": true, "status": { "state": "canceled" }
+        });
+        if let Some(task) = converter.task_id() {
+            cancelled["taskId"] = task.into();
+        }
+        if let Some(context) = converter.context_id() {
+            cancelled["contextId"] = context.into();
+        }
+        let cancelled = serde_json::to_vec(&cancelled).unwrap_or_default();
+        self.record(InputOp::Json, &cancelled);
+        let mut out = take_scratch();
+        encoded(self.stream.feed_json(&cancelled, now_ms(), &mut out));
+        encoded(
+            self.stream
+                .finish(a2a_agui::StreamEnd::Eof, now_ms(), &mut out),
+        );
+        self.note_events();
+        self.source = Source::Done;
+        let piece = self.took(&out);
+        keep_scratch(out);
+        piece
     }
 
     fn record(&mut self, op: InputOp, bytes: &[u8]) {

@@ -29,6 +29,8 @@ pub(super) struct RedisRun {
     overgrown: bool,
     /// The run's task, learned since the last write: the next one records it.
     task: Option<String>,
+    /// The run's thread (which keeps its tasks).
+    thread: Option<ThreadRef>,
     lease_lost: Arc<AtomicBool>,
     /// Stops the renewal when the run is dropped.
     _renewal: DropGuard,
@@ -48,7 +50,7 @@ impl RedisRun {
             tracing::warn!(run = key, "the run is not shared: {err}");
             return None;
         }
-        let thread = identity.thread.as_ref().map(|(thread, _)| *thread);
+        let thread = identity.thread.as_ref().map(|thread| thread.thread);
         Some(RedisRun::held(journal, key, thread, 1, limit))
     }
 
@@ -79,6 +81,7 @@ impl RedisRun {
             stopped: false,
             overgrown: false,
             task: None,
+            thread,
             lease_lost,
             _renewal: stop.drop_guard(),
         }
@@ -145,7 +148,11 @@ impl RedisRun {
             Ok(Appended::Written) => {
                 self.written += out.len() + self.input.len();
                 self.input.clear();
-                self.task = None;
+                if let (Some(task), Some(thread)) = (self.task.take(), &self.thread)
+                    && let Err(err) = self.journal.note_thread_task(thread, &task).await
+                {
+                    tracing::warn!(run = self.key, "recording the thread's task failed: {err}");
+                }
                 self.next = last + 1;
             }
             Ok(Appended::NotHolder) => {

@@ -1,19 +1,28 @@
-//! Continuing journaled runs: a reconnect (the original request again,
-//! with `Last-Event-ID`) and AG-UI `connect` (a thread's run from its
-//! first event). Neither ever calls the upstream: a run has one upstream
-//! call however many clients follow it. A run this replica holds is
-//! followed in memory; with a shared journal, one held elsewhere is
-//! followed through Redis (`remote`).
+//! Continuing journaled runs and threads: a reconnect (the original
+//! request again, with `Last-Event-ID`), AG-UI `connect` (a thread's
+//! replay, `replay`, or one run from its first event) and `stop`. None
+//! ever calls the agent to run anything: a run has one upstream call
+//! however many clients follow it. A run this replica holds is followed in
+//! memory; with a shared journal, one held elsewhere is followed through
+//! Redis (`remote`).
 
 mod remote;
+pub mod replay;
+mod threads;
 
 use a2a_agui::ErrorCode;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use serde_json::Value;
 
+use std::convert::Infallible;
 use std::sync::Arc;
+
+pub use replay::{ThreadAsk, WhenEmpty};
+pub use threads::threads;
 
 use crate::edge::error::ApiError;
 use crate::journal::redis::{RedisJournal, RemoteRun};
@@ -28,7 +37,7 @@ use crate::upstream::outbound::Forwarded;
 const MAX_ID_BYTES: usize = 1024;
 
 /// A run as this replica finds it.
-enum Found {
+pub enum Found {
     Here(Arc<RunLog>),
     Elsewhere(Arc<RedisJournal>, Box<RemoteRun>),
 }
@@ -87,33 +96,57 @@ pub async fn reconnect(
 }
 
 async fn follow(state: &AppHandle, found: Found, after: u64) -> Result<Response, ApiError> {
-    let body = match found {
-        Found::Here(log) => Body::from_stream(journal::follow(log, after, state.config.keepalive)?),
-        Found::Elsewhere(shared, run) => {
-            Body::from_stream(remote::follow(state.clone(), shared, *run, after).await?)
-        }
-    };
+    let body = Body::from_stream(follow_stream(state, found, after).await?);
     state.metrics.count_resumed();
     Ok(relay::sse_response(body))
 }
 
-/// `POST …/agui/connect` with `{threadId, runId?}`, or a whole
-/// `RunAgentInput` (whose `runId` a client made up, so it is not used):
-/// the thread's latest run (or the one named), from its first event, then
-/// live; 204 when the gateway keeps none. With `Last-Event-ID` of that
-/// run, from after that event.
+/// A run's frames after number `after`, then live.
+async fn follow_stream(
+    state: &AppHandle,
+    found: Found,
+    after: u64,
+) -> Result<BoxStream<'static, Result<Bytes, Infallible>>, ApiError> {
+    Ok(match found {
+        Found::Here(log) => journal::follow(log, after, state.config.keepalive)?.boxed(),
+        Found::Elsewhere(shared, run) => remote::follow(state.clone(), shared, *run, after)
+            .await?
+            .boxed(),
+    })
+}
+
+/// `POST …/agui/connect` with `{threadId}`, or a whole `RunAgentInput`
+/// (CopilotKit's connect, `connectAgent()`): the thread's replay, then its
+/// live run (`replay`); `empty` says what a thread with nothing to show
+/// gets. With a `runId` of the thread's (not a `RunAgentInput`'s, which
+/// the client made up), or `Last-Event-ID` of its latest run: that run,
+/// from its first event (or after that id), then live.
 pub async fn connect(
     state: &AppHandle,
     agent: &Agent,
     caller: &CallerDigest,
-    headers: &HeaderMap,
+    request: (&HeaderMap, &Forwarded),
     body: &Bytes,
+    empty: WhenEmpty,
 ) -> Result<Response, ApiError> {
-    state.metrics.count_request(agent.name(), Mode::Connect);
-    let Some(found) = named_run(state, agent, caller, body).await? else {
+    let (headers, forwarded) = request;
+    let asked = read_connect(body)?;
+    let thread = ThreadRef::new(agent.name(), caller, &asked.thread_id);
+    let event_id = EventId::from_headers(headers);
+    if asked.run_id.is_none() && event_id.is_none() {
+        let ask = ThreadAsk {
+            agent,
+            thread,
+            thread_id: &asked.thread_id,
+            run_id: asked.input_run_id.as_deref(),
+            forwarded,
+        };
+        return replay::replay(state, ask, empty).await;
+    }
+    let Some(found) = thread_run(state, &thread, asked.run_id.as_deref()).await else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
-    let after = match EventId::from_headers(headers) {
+    let after = match event_id {
         None => 0,
         Some(id) => {
             let id = id?;
@@ -126,12 +159,60 @@ pub async fn connect(
     follow(state, found, after).await
 }
 
-/// `POST …/agui/stop` with the connect body: the thread's run (the one
-/// named, else the latest) is stopped at once: its A2A task is cancelled,
-/// with this request's headers as the policy forwards them (202), and the
-/// run ends as the agent reports. 204 when there is no such run or it has
-/// ended; 409 `RUN_NOT_STOPPABLE` while the agent has not named its task.
-/// (A dropped connection is not a stop: the run goes on for a reconnect.)
+/// What a stop came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stopped {
+    /// The thread has no such run, or it has ended.
+    NoRun,
+    /// Another replica runs it and the agent has not named its task yet:
+    /// nothing can stop it from here.
+    NotYetNamed,
+    /// The run ends now (this replica relays it) or as the agent reports
+    /// its cancel; `task` is the task cancelled.
+    Stopping { task: Option<String> },
+}
+
+/// Stops a thread's run (the one named, else the latest): a run this
+/// replica relays ends at once (`RUN_FINISHED`, as a cancelled task), and
+/// its A2A task is cancelled with the request's headers as the policy
+/// forwards them. (A dropped connection is not a stop: the run goes on
+/// for a reconnect.)
+pub async fn stop_thread(
+    state: &AppHandle,
+    agent: &Agent,
+    thread: &ThreadRef,
+    run_id: Option<&str>,
+    forwarded: &Forwarded,
+) -> Stopped {
+    let (task, stopped_here) = match thread_run(state, thread, run_id).await {
+        None => return Stopped::NoRun,
+        Some(Found::Here(log)) => {
+            if log.is_finished() {
+                return Stopped::NoRun;
+            }
+            (log.task(), log.request_stop())
+        }
+        Some(Found::Elsewhere(_, run)) => {
+            if run.done {
+                return Stopped::NoRun;
+            }
+            (run.task, false)
+        }
+    };
+    match task {
+        Some(task) => {
+            relay::send_cancel(agent, forwarded, &task).await;
+            Stopped::Stopping { task: Some(task) }
+        }
+        None if stopped_here => Stopped::Stopping { task: None },
+        None => Stopped::NotYetNamed,
+    }
+}
+
+/// `POST …/agui/stop` with the connect body: `stop_thread`; 202 while it
+/// stops, 204 when there is no such run or it has ended, 409
+/// `RUN_NOT_STOPPABLE` when another replica runs it and the agent has not
+/// named its task yet.
 pub async fn stop(
     state: &AppHandle,
     agent: &Agent,
@@ -140,42 +221,32 @@ pub async fn stop(
     body: &Bytes,
 ) -> Result<Response, ApiError> {
     state.metrics.count_request(agent.name(), Mode::Stop);
-    let (task, ended) = match named_run(state, agent, caller, body).await? {
-        None => return Ok(StatusCode::NO_CONTENT.into_response()),
-        Some(Found::Here(log)) => (log.task(), log.is_finished()),
-        Some(Found::Elsewhere(_, run)) => (run.task, run.done),
-    };
-    if ended {
-        return Ok(StatusCode::NO_CONTENT.into_response());
-    }
-    let Some(task) = task else {
-        return Err(ApiError::new(
+    let asked = read_connect(body)?;
+    let thread = ThreadRef::new(agent.name(), caller, &asked.thread_id);
+    match stop_thread(state, agent, &thread, asked.run_id.as_deref(), forwarded).await {
+        Stopped::NoRun => Ok(StatusCode::NO_CONTENT.into_response()),
+        Stopped::NotYetNamed => Err(ApiError::new(
             StatusCode::CONFLICT,
             ErrorCode::RunNotStoppable,
             "the agent has not named the run's task yet: try again in a moment",
-        ));
-    };
-    relay::send_cancel(agent, forwarded, &task).await;
-    let body = axum::Json(serde_json::json!({ "stopping": true, "taskId": task }));
-    Ok((StatusCode::ACCEPTED, body).into_response())
-}
-
-/// The run a connect or stop body (`{threadId, runId?}`) names, for this
-/// agent and caller.
-async fn named_run(
-    state: &AppState,
-    agent: &Agent,
-    caller: &CallerDigest,
-    body: &[u8],
-) -> Result<Option<Found>, ApiError> {
-    let (thread_id, run_id) = read_connect(body)?;
-    let thread = ThreadRef::new(agent.name(), caller, &thread_id);
-    Ok(thread_run(state, &thread, run_id.as_deref()).await)
+        )),
+        Stopped::Stopping { task } => {
+            let mut body = serde_json::json!({ "stopping": true });
+            if let Some(task) = task {
+                body["taskId"] = task.into();
+            }
+            Ok((StatusCode::ACCEPTED, axum::Json(body)).into_response())
+        }
+    }
 }
 
 /// A thread's run (the one named, else the latest): in this replica's
 /// memory, else in the shared journal.
-async fn thread_run(state: &AppState, thread: &ThreadRef, run_id: Option<&str>) -> Option<Found> {
+pub async fn thread_run(
+    state: &AppState,
+    thread: &ThreadRef,
+    run_id: Option<&str>,
+) -> Option<Found> {
     if let Some(log) = state
         .journal
         .as_ref()
@@ -194,7 +265,18 @@ async fn thread_run(state: &AppState, thread: &ThreadRef, run_id: Option<&str>) 
     find(state, &key).await
 }
 
-fn read_connect(body: &[u8]) -> Result<(String, Option<String>), ApiError> {
+/// What a connect or stop body asks for.
+#[derive(Debug, PartialEq, Eq)]
+struct ConnectBody {
+    thread_id: String,
+    /// One of the thread's runs, named.
+    run_id: Option<String>,
+    /// A whole `RunAgentInput`'s run id (CopilotKit's connect,
+    /// `connectAgent()`): made up for the request, not one of the thread's.
+    input_run_id: Option<String>,
+}
+
+fn read_connect(body: &[u8]) -> Result<ConnectBody, ApiError> {
     let invalid = |why: &str| {
         ApiError::bad_request(
             ErrorCode::InvalidRunInput,
@@ -212,13 +294,19 @@ fn read_connect(body: &[u8]) -> Result<(String, Option<String>), ApiError> {
         ))),
     };
     let thread_id = id("threadId")?.ok_or_else(|| invalid("threadId is missing"))?;
-    // A whole RunAgentInput (CopilotKit's connect, `connectAgent()`) has a
-    // runId made up for the request, not one of the thread's runs.
-    let run_id = match value.get("messages") {
-        Some(_) => None,
-        None => id("runId")?,
-    };
-    Ok((thread_id, run_id))
+    let run_id = id("runId")?;
+    Ok(match value.get("messages") {
+        Some(_) => ConnectBody {
+            thread_id,
+            run_id: None,
+            input_run_id: run_id,
+        },
+        None => ConnectBody {
+            thread_id,
+            run_id,
+            input_run_id: None,
+        },
+    })
 }
 
 #[cfg(test)]
@@ -227,15 +315,22 @@ mod tests {
 
     #[test]
     fn connect_bodies() {
-        let read = |body: &str| read_connect(body.as_bytes()).map_err(|e| e.code);
-        assert_eq!(read(r#"{"threadId":"t"}"#), Ok(("t".to_owned(), None)));
+        let read = |body: &str| {
+            read_connect(body.as_bytes())
+                .map(|b| (b.thread_id, b.run_id, b.input_run_id))
+                .map_err(|e| e.code)
+        };
+        assert_eq!(
+            read(r#"{"threadId":"t"}"#),
+            Ok(("t".to_owned(), None, None))
+        );
         assert_eq!(
             read(r#"{"threadId":"t","runId":"r"}"#),
-            Ok(("t".to_owned(), Some("r".to_owned())))
+            Ok(("t".to_owned(), Some("r".to_owned()), None))
         );
         assert_eq!(
             read(r#"{"threadId":"t","runId":"made-up","messages":[]}"#),
-            Ok(("t".to_owned(), None))
+            Ok(("t".to_owned(), None, Some("made-up".to_owned())))
         );
         for bad in [
             "",

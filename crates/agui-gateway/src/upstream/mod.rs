@@ -13,7 +13,8 @@ pub mod target;
 
 pub use card::{CardError, CardInfo, CardStatus, card_endpoint};
 pub use rpc::{
-    A2UI_MEDIA_TYPE, OutgoingMessage, OutgoingPart, TaskCall, streaming_request, task_request,
+    A2UI_MEDIA_TYPE, OutgoingMessage, OutgoingPart, TaskCall, list_tasks_request,
+    streaming_request, task_request,
 };
 
 use std::pin::Pin;

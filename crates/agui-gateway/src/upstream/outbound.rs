@@ -23,7 +23,9 @@ use crate::edge::error::ApiError;
 use crate::random::random_u64;
 use crate::upstream::forwarding::{Caller, upstream_headers};
 use crate::upstream::target::{base_url, upstream_url};
-use crate::upstream::{Agent, OutgoingMessage, TaskCall, streaming_request, task_request};
+use crate::upstream::{
+    Agent, OutgoingMessage, TaskCall, list_tasks_request, streaming_request, task_request,
+};
 
 /// A call ready to be sent, and its client span: held by whoever reads the
 /// answer, for as long as it is read (dropping it ends the span).
@@ -233,6 +235,53 @@ pub async fn task_call(
         &agent.client
     };
     Outgoing::new(client.post(url).headers(headers).json(&body), span)
+}
+
+/// One page of a context's tasks (A2A 1.0 `ListTasks`), with the
+/// request's headers as the policy forwards them: the agent shows the
+/// caller only what it would show the caller's own `ListTasks`.
+pub async fn list_tasks(
+    agent: &Agent,
+    forwarded: &Forwarded,
+    context: Option<&str>,
+    page_token: &str,
+) -> Outgoing {
+    let (url, _) = agent.endpoint().await;
+    let rpc_id = format!("agui-gateway-{:x}", random_u64());
+    let body = list_tasks_request(context, page_token, &rpc_id);
+    let (mut headers, span) = forwarded.for_gateway_body(agent);
+    speaks_1_0(&mut headers);
+    Outgoing::new(agent.client.post(url).headers(headers).json(&body), span)
+}
+
+impl Outgoing {
+    /// Sends the call and reads its whole answer, when it succeeds, within
+    /// `limit` bytes (checked as it arrives) and the agent's idle timeout.
+    pub async fn answer(self, agent: &Agent, limit: usize) -> Option<Vec<u8>> {
+        let Outgoing { request, span } = self;
+        let read = async {
+            let Ok(response) = request.send().await else {
+                span.fail("unreachable");
+                return None;
+            };
+            span.answered(response.status());
+            if !response.status().is_success() {
+                return None;
+            }
+            let mut body = response.bytes_stream();
+            let mut document = Vec::new();
+            while let Some(chunk) = futures::StreamExt::next(&mut body).await {
+                document.extend_from_slice(&chunk.ok()?);
+                if document.len() > limit {
+                    return None;
+                }
+            }
+            Some(document)
+        };
+        tokio::time::timeout(agent.config.idle_timeout, read)
+            .await
+            .ok()?
+    }
 }
 
 /// Cancels a task (its client went away, or cancelled an interrupt).

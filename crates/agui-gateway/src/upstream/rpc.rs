@@ -178,6 +178,20 @@ pub fn task_request(
     )
 }
 
+/// A 1.0 `ListTasks` call: one page of a context's tasks, their
+/// artifacts included, or of every task the caller may see, without
+/// (the newest first, as the agent sorts them).
+pub fn list_tasks_request(context_id: Option<&str>, page_token: &str, rpc_id: &str) -> Value {
+    let mut params = json!({ "pageSize": 100, "includeArtifacts": context_id.is_some() });
+    if let Some(context) = context_id {
+        params["contextId"] = json!(context);
+    }
+    if !page_token.is_empty() {
+        params["pageToken"] = json!(page_token);
+    }
+    json!({ "jsonrpc": "2.0", "id": rpc_id, "method": "ListTasks", "params": params })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

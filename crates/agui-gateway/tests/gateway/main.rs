@@ -9,6 +9,7 @@ mod agui_endpoint;
 mod auth;
 mod batching;
 mod config;
+mod copilotkit;
 mod cors;
 mod edge;
 mod failures;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::resume::{frames, last_id, post, read_then_cut, run_input};
+use crate::resume::{assert_thread_replay, frames, last_id, post, read_then_cut, run_input};
 use crate::support::{
     Process, agent, agui_events, assert_valid_run, gateway_for, metrics_of, received_by,
     redis_server, text_of,
@@ -59,12 +59,17 @@ async fn a_run_continues_on_another_replica_and_survives_its_replica_s_death() {
     assert_eq!(never.status(), 410);
     // `connect` on B finds the thread A ran.
     let connect = format!("{}/agui/connect", b.url());
-    let replay = post(&connect, &json!({ "threadId": "replicas-1" }), None)
+    let named = json!({ "threadId": "replicas-1", "runId": "replicas-1-run" });
+    let replay = post(&connect, &named, None).await.text().await.unwrap();
+    assert_eq!(frames(&replay), frames(&whole));
+    // And the thread's replay, from what A journaled in Redis.
+    let thread = post(&connect, &json!({ "threadId": "replicas-1" }), None)
         .await
         .text()
         .await
         .unwrap();
-    assert_eq!(frames(&replay), frames(&whole));
+    let expected: String = (1..=20).map(|i| format!("{i} ")).collect();
+    assert_thread_replay(&agui_events(&thread), "replicas-1", &expected);
 
     // A full replica says so (503, retry) rather than "not resumable",
     // which would have the client start the run again; freed, it follows.

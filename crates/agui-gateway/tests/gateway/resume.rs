@@ -50,6 +50,25 @@ pub(crate) fn run_input(thread: &str, text: &str) -> Value {
         "messages": [{ "id": format!("{thread}-u1"), "role": "user", "content": text }] })
 }
 
+/// A thread's replay: `RUN_STARTED`, `MESSAGES_SNAPSHOT` with the user's
+/// message and the agent's answer, `RUN_FINISHED`.
+pub(crate) fn assert_thread_replay(events: &[Value], thread: &str, answer: &str) {
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(
+        types,
+        ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"],
+        "{events:?}"
+    );
+    assert_eq!(events[0]["threadId"], thread);
+    assert_eq!(events[0]["runId"], events[2]["runId"]);
+    let messages = events[1]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[0]["id"], format!("{thread}-u1"));
+    assert_eq!(messages[0]["role"], "user");
+    assert_eq!(messages[1]["role"], "assistant");
+    assert_eq!(messages[1]["content"], answer);
+}
+
 pub(crate) async fn post(
     url: &str,
     body: &Value,
@@ -99,17 +118,27 @@ async fn a_cut_stream_continues_from_its_last_id_and_the_agent_runs_once() {
     let expected: String = (1..=15).map(|i| format!("{i} ")).collect();
     assert_eq!(text_of(&events), expected);
 
-    // `connect` replays the same run: byte for byte what the cut client
-    // put together.
+    // `connect` naming the run replays it: byte for byte what the cut
+    // client put together.
     let connect = post(
         &format!("{}/agui/connect", gw.url()),
-        &json!({ "threadId": "resume-1" }),
+        &json!({ "threadId": "resume-1", "runId": "resume-1-run" }),
         None,
     )
     .await;
     assert_eq!(connect.status(), 200);
     let replay = connect.text().await.unwrap();
     assert_eq!(frames(&replay), frames_seen);
+    // `connect` on the thread: one run holding the whole conversation.
+    let thread = post(
+        &format!("{}/agui/connect", gw.url()),
+        &json!({ "threadId": "resume-1" }),
+        None,
+    )
+    .await;
+    assert_eq!(thread.status(), 200);
+    let thread = agui_events(&thread.text().await.unwrap());
+    assert_thread_replay(&thread, "resume-1", &expected);
     // From the end: nothing more, at once.
     let at_end = post(&url, &input, Some(&last_id(&whole))).await;
     assert_eq!(at_end.status(), 200);
@@ -233,13 +262,21 @@ async fn without_a_journal_a_reconnect_is_refused_and_a_cut_run_ends() {
     assert_eq!(refused.status(), 410);
     let error: Value = refused.json().await.unwrap();
     assert_eq!(error["error"]["code"], "RUN_NOT_RESUMABLE");
-    let none = post(
+    // Nothing journaled: the thread's replay comes from the agent's task.
+    let replay = post(
         &format!("{}/agui/connect", gw.url()),
         &json!({ "threadId": "resume-4" }),
         None,
     )
     .await;
-    assert_eq!(none.status(), 204);
+    assert_eq!(replay.status(), 200);
+    let events = agui_events(&replay.text().await.unwrap());
+    let messages = events[1]["messages"].as_array().unwrap();
+    let said: Vec<(&str, &str)> = messages
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
+        .collect();
+    assert_eq!(said, [("user", "count 5 10"), ("assistant", "1 2 3 4 5 ")]);
 }
 
 /// The port of a process's `http://127.0.0.1:PORT` URL.
@@ -335,7 +372,16 @@ async fn the_resumable_client_package_recovers_a_cut_run_with_every_client() {
     for line in &lines {
         assert_eq!(line["error"], Value::Null, "{line}");
         assert_eq!(line["text"], expected.as_str(), "{line}");
-        assert_eq!(line["sameAsConnect"], true, "{line}");
+        // The thread's replay restores the conversation, and a second
+        // connect of a client that holds it adds nothing.
+        assert_eq!(
+            line["connectTypes"],
+            json!(["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]),
+            "{line}"
+        );
+        let restored = json!(["user: count 12 40", format!("assistant: {expected}")]);
+        assert_eq!(line["connectMessages"], restored, "{line}");
+        assert_eq!(line["connectAgain"], restored, "{line}");
         assert!(line["reconnects"].as_u64().unwrap() >= 1, "{line}");
         assert!(line["cutConnections"].as_u64().unwrap() >= 1, "{line}");
         assert_eq!(line["emptyConnectOk"], true, "{line}");

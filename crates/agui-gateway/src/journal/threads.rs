@@ -1,0 +1,189 @@
+//! The threads this replica has seen, for a thread's replay and a
+//! caller's thread list: per thread its id as the client wrote it, whose
+//! it is (`Shelf`), when it started and last ran, the journaled runs still
+//! kept (oldest first) and the A2A tasks its runs named. A thread outlives
+//! its runs' frames (a replay then asks the agent for those tasks).
+//!
+//! Bounded: `MAX_THREADS` threads (the one seen first goes first), `RUNS_PER_THREAD` runs and `TASKS_PER_THREAD` tasks each.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::{RunThread, Shelf, ThreadRef};
+
+/// Threads remembered in all.
+pub const MAX_THREADS: usize = 10_000;
+/// Runs remembered per thread (a replay reads them, oldest first).
+pub const RUNS_PER_THREAD: usize = 8;
+/// Tasks remembered per thread (a replay from the agent reads them).
+pub const TASKS_PER_THREAD: usize = 32;
+/// Threads one list shows at most.
+pub const MAX_LISTED: usize = 1000;
+
+/// Milliseconds since the Unix epoch (0 before it).
+pub fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .ok()
+        .and_then(|d| u64::try_from(d.as_millis()).ok())
+        .unwrap_or(0)
+}
+
+/// A thread as a list shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadSummary {
+    pub id: String,
+    pub created_ms: u64,
+    pub updated_ms: u64,
+}
+
+struct Thread {
+    summary: ThreadSummary,
+    shelf: Shelf,
+    /// `(run id, run key)`, oldest first.
+    runs: VecDeque<(String, String)>,
+    tasks: VecDeque<String>,
+}
+
+#[derive(Default)]
+pub(super) struct ThreadBook {
+    threads: HashMap<ThreadRef, Thread>,
+    /// In the order first seen: who goes when the book is full.
+    order: VecDeque<ThreadRef>,
+}
+
+impl ThreadBook {
+    /// A run of `thread` opened under `key`.
+    pub(super) fn opened(&mut self, thread: &RunThread, key: &str) {
+        let now = unix_ms();
+        if !self.threads.contains_key(&thread.thread) {
+            if self.threads.len() >= MAX_THREADS
+                && let Some(first) = self.order.pop_front()
+            {
+                self.threads.remove(&first);
+            }
+            self.order.push_back(thread.thread);
+        }
+        let entry = self.threads.entry(thread.thread).or_insert_with(|| Thread {
+            summary: ThreadSummary {
+                id: thread.id.clone(),
+                created_ms: now,
+                updated_ms: now,
+            },
+            shelf: thread.shelf,
+            runs: VecDeque::new(),
+            tasks: VecDeque::new(),
+        });
+        entry.summary.updated_ms = now;
+        entry
+            .runs
+            .push_back((thread.run_id.clone(), key.to_owned()));
+        if entry.runs.len() > RUNS_PER_THREAD {
+            entry.runs.pop_front();
+        }
+    }
+
+    /// The run `key` is no longer kept; the thread is.
+    pub(super) fn forget_run(&mut self, thread: &ThreadRef, key: &str) {
+        if let Some(entry) = self.threads.get_mut(thread) {
+            entry.runs.retain(|(_, k)| k != key);
+        }
+    }
+
+    pub(super) fn note_task(&mut self, thread: &ThreadRef, task: &str) {
+        if let Some(entry) = self.threads.get_mut(thread)
+            && !entry.tasks.iter().any(|t| t == task)
+        {
+            entry.tasks.push_back(task.to_owned());
+            if entry.tasks.len() > TASKS_PER_THREAD {
+                entry.tasks.pop_front();
+            }
+        }
+    }
+
+    /// The keys of the thread's runs (the one named, else all), oldest first.
+    pub(super) fn runs(&self, thread: &ThreadRef, run_id: Option<&str>) -> Vec<String> {
+        let Some(entry) = self.threads.get(thread) else {
+            return Vec::new();
+        };
+        entry
+            .runs
+            .iter()
+            .filter(|(id, _)| run_id.is_none_or(|wanted| wanted == id))
+            .map(|(_, key)| key.clone())
+            .collect()
+    }
+
+    pub(super) fn tasks(&self, thread: &ThreadRef) -> Vec<String> {
+        self.threads
+            .get(thread)
+            .map(|entry| entry.tasks.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The shelf's threads, the latest to run first.
+    pub(super) fn list(&self, shelf: &Shelf) -> Vec<ThreadSummary> {
+        let mut listed: Vec<ThreadSummary> = self
+            .threads
+            .values()
+            .filter(|t| t.shelf == *shelf)
+            .map(|t| t.summary.clone())
+            .collect();
+        listed.sort_by(|a, b| b.updated_ms.cmp(&a.updated_ms).then(a.id.cmp(&b.id)));
+        listed.truncate(MAX_LISTED);
+        listed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::CallerDigest;
+
+    fn run(caller: &str, thread: &str, run_id: &str) -> RunThread {
+        let caller = CallerDigest::of(caller, &Default::default());
+        RunThread {
+            thread: ThreadRef::new("a", &caller, thread),
+            id: thread.to_owned(),
+            shelf: Shelf::new("a", &caller),
+            run_id: run_id.to_owned(),
+            input: bytes::Bytes::new(),
+        }
+    }
+
+    #[test]
+    fn threads_keep_their_runs_and_tasks_bounded_and_list_per_caller() {
+        let mut book = ThreadBook::default();
+        let t1 = run("alice", "t1", "r0");
+        for n in 0..RUNS_PER_THREAD + 2 {
+            let mut r = t1.clone();
+            r.run_id = format!("r{n}");
+            book.opened(&r, &format!("k{n}"));
+        }
+        let keys = book.runs(&t1.thread, None);
+        assert_eq!(keys.len(), RUNS_PER_THREAD);
+        assert_eq!(keys.first().map(String::as_str), Some("k2"));
+        assert_eq!(book.runs(&t1.thread, Some("r5")), ["k5"]);
+        book.forget_run(&t1.thread, "k5");
+        assert!(book.runs(&t1.thread, Some("r5")).is_empty());
+        for n in 0..TASKS_PER_THREAD + 3 {
+            book.note_task(&t1.thread, &format!("task{n}"));
+            book.note_task(&t1.thread, &format!("task{n}"));
+        }
+        let tasks = book.tasks(&t1.thread);
+        assert_eq!(tasks.len(), TASKS_PER_THREAD);
+        assert_eq!(tasks[0], "task3");
+        book.opened(&run("bob", "t2", "r"), "kb");
+        assert_eq!(
+            book.list(&t1.shelf)
+                .iter()
+                .map(|t| t.id.as_str())
+                .collect::<Vec<_>>(),
+            ["t1"]
+        );
+        for n in 0..MAX_THREADS + 5 {
+            book.opened(&run("carol", &format!("c{n}"), "r"), "k");
+        }
+        assert_eq!(book.threads.len(), MAX_THREADS);
+    }
+}

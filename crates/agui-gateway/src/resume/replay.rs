@@ -1,0 +1,381 @@
+//! A thread's replay: what `connect` sends a client that opens a thread
+//! again (a reload, a second tab, another replica). One run holding a
+//! `MESSAGES_SNAPSHOT` of the whole conversation, then the thread's live
+//! run, if any, from its first event.
+//!
+//! - A snapshot, not the runs' events again: a client merges a snapshot by
+//!   id, so one that still holds the thread gets no duplicate (replayed
+//!   `TEXT_MESSAGE_CONTENT` would append to the text it holds), and every
+//!   client's `verifyEvents` accepts it (it sits inside a run, closed
+//!   before the live run starts).
+//! - From the journal while it keeps the thread's runs: each run's input
+//!   messages (the client's own, ids and all) and the messages its events
+//!   made (the ids the client saw streamed), merged by id in order. Else
+//!   from the agent: its tasks in the thread's context (A2A 1.0
+//!   `ListTasks`), or the tasks the thread's runs named (`GetTask`, 0.3
+//!   too), read by the converter (`a2a_agui::thread_messages`); only
+//!   tasks holding a message the gateway sent for this caller's thread
+//!   (`ThreadRef::owner_tag`), so a thread id is not a key to another
+//!   caller's conversation.
+//! - Bounded: `MAX_MESSAGES` messages and `MAX_SNAPSHOT_BYTES` in all; what
+//!   the agent answers, per call and in all, like an event.
+
+use std::collections::HashMap;
+
+use a2a_agui::{MessageFold, SseParser};
+use axum::body::{Body, Bytes};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use super::{Found, find, follow_stream};
+use crate::config::A2aVersion;
+use crate::edge::error::ApiError;
+use crate::journal::ThreadRef;
+use crate::random::random_u64;
+use crate::relay;
+use crate::state::{AppHandle, AppState};
+use crate::upstream::outbound::{self, Forwarded};
+use crate::upstream::{Agent, TaskCall};
+
+/// The most messages a snapshot holds.
+const MAX_MESSAGES: usize = a2a_agui::MAX_MESSAGES;
+/// The most bytes a snapshot holds (later messages are left out).
+const MAX_SNAPSHOT_BYTES: usize = 16 << 20;
+/// `ListTasks` pages read at most (100 tasks each).
+const MAX_PAGES: usize = 5;
+
+/// What a connect answers when the thread has nothing to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenEmpty {
+    /// 204 (`/agui/connect`).
+    NoContent,
+    /// An empty event stream (the CopilotKit runtime's answer).
+    EmptyStream,
+}
+
+/// Which thread, for whom.
+pub struct ThreadAsk<'a> {
+    pub agent: &'a Agent,
+    pub thread: ThreadRef,
+    pub thread_id: &'a str,
+    /// The run id the replay's run carries (the client's, else minted).
+    pub run_id: Option<&'a str>,
+    pub forwarded: &'a Forwarded,
+}
+
+/// The replay of a thread, then its live run.
+pub async fn replay(
+    state: &AppHandle,
+    ask: ThreadAsk<'_>,
+    empty: WhenEmpty,
+) -> Result<Response, ApiError> {
+    let (messages, live) = conversation(state, &ask).await;
+    if messages.is_empty() && live.is_none() {
+        return Ok(match empty {
+            WhenEmpty::NoContent => StatusCode::NO_CONTENT.into_response(),
+            WhenEmpty::EmptyStream => relay::sse_response(Body::empty()),
+        });
+    }
+    let mut frames = Vec::new();
+    if !messages.is_empty() {
+        let run_id = ask
+            .run_id
+            .map_or_else(|| format!("replay-{:016x}", random_u64()), str::to_owned);
+        let ids = json!({ "threadId": ask.thread_id, "runId": run_id });
+        let mut started = json!({ "type": "RUN_STARTED" });
+        let mut finished = json!({ "type": "RUN_FINISHED" });
+        for event in [&mut started, &mut finished] {
+            if let (Value::Object(event), Value::Object(ids)) = (event, ids.clone()) {
+                event.extend(ids);
+            }
+        }
+        let snapshot = json!({ "type": "MESSAGES_SNAPSHOT", "messages": messages });
+        for event in [started, snapshot, finished] {
+            frames.extend_from_slice(b"data: ");
+            // A `Value` always serialises.
+            frames.extend_from_slice(&serde_json::to_vec(&event).unwrap_or_default());
+            frames.extend_from_slice(b"\n\n");
+        }
+    }
+    state.metrics.count_resumed();
+    let head = futures::stream::iter([Ok(Bytes::from(frames))]);
+    Ok(match live {
+        None => relay::sse_response(Body::from_stream(head)),
+        Some(found) => {
+            let live = follow_stream(state, found, 0).await?;
+            relay::sse_response(Body::from_stream(head.chain(live)))
+        }
+    })
+}
+
+/// The thread's messages (oldest first) and its live run. Also what a
+/// thread's messages route lists.
+pub async fn conversation(state: &AppHandle, ask: &ThreadAsk<'_>) -> (Vec<Value>, Option<Found>) {
+    let mut conversation = Conversation::default();
+    let (kept, live) = from_journal(state, &ask.thread, &mut conversation).await;
+    if !kept {
+        from_agent(state, ask, &mut conversation).await;
+    }
+    (conversation.messages, live)
+}
+
+/// The thread's runs the journal keeps, oldest first: the shared journal's
+/// when there is one (it has every replica's), else this replica's. False
+/// when it keeps none.
+async fn from_journal(
+    state: &AppState,
+    thread: &ThreadRef,
+    conversation: &mut Conversation,
+) -> (bool, Option<Found>) {
+    let found: Vec<Found> = match &state.redis {
+        Some(shared) => {
+            let keys = shared
+                .thread_runs(thread, None)
+                .await
+                .unwrap_or_else(|err| {
+                    tracing::warn!("reading a thread's shared runs failed: {err}");
+                    Vec::new()
+                });
+            let mut found = Vec::new();
+            for key in keys {
+                if let Some(run) = find(state, &key).await {
+                    found.push(run);
+                }
+            }
+            found
+        }
+        None => state
+            .journal
+            .as_ref()
+            .map(|journal| journal.thread_runs(thread, None))
+            .unwrap_or_default()
+            .into_iter()
+            .map(Found::Here)
+            .collect(),
+    };
+    let Some(last) = found.len().checked_sub(1) else {
+        return (false, None);
+    };
+    let mut live = None;
+    for (n, run) in found.into_iter().enumerate() {
+        match &run {
+            Found::Here(log) => {
+                if let Some(thread) = &log.identity().thread {
+                    conversation.input(&thread.input);
+                }
+                if n == last && !log.is_finished() {
+                    live = Some(run);
+                } else if let Ok(slice) = log.read_after(0) {
+                    conversation.run(slice.frames.iter().map(|b| &b[..]));
+                }
+            }
+            Found::Elsewhere(shared, remote) => {
+                if let Ok(Some(input)) = shared.run_input(&remote.key).await {
+                    conversation.input(&input);
+                }
+                if n == last && !remote.done {
+                    live = Some(run);
+                } else if let Ok(entries) = shared.all_entries(&remote.key).await {
+                    conversation.run(entries.iter().map(|e| &e.out[..]));
+                }
+            }
+        }
+    }
+    (true, live)
+}
+
+/// The thread from the agent's stored tasks.
+async fn from_agent(state: &AppState, ask: &ThreadAsk<'_>, conversation: &mut Conversation) {
+    let limit = state.config.limits.max_event_bytes;
+    let agent = ask.agent;
+    let mut tasks = Vec::new();
+    if agent.endpoint().await.1 == A2aVersion::V10 {
+        tasks = listed(agent, ask.forwarded, ask.thread_id, limit).await;
+    }
+    if tasks.is_empty() {
+        let recorded = match &state.redis {
+            Some(shared) => shared.thread_tasks(&ask.thread).await.unwrap_or_default(),
+            None => state
+                .journal
+                .as_ref()
+                .map(|journal| journal.thread_tasks(&ask.thread))
+                .unwrap_or_default(),
+        };
+        let mut budget = MAX_SNAPSHOT_BYTES;
+        for task in recorded {
+            let call = outbound::task_call(agent, ask.forwarded, TaskCall::Get, &task).await;
+            let Some(answer) = call.answer(agent, limit.min(budget)).await else {
+                continue;
+            };
+            budget = budget.saturating_sub(answer.len());
+            if let Some(task) = result(&answer) {
+                tasks.push(task);
+            }
+        }
+    }
+    let owner = ask.thread.owner_tag();
+    tasks.retain(|task| started_by(task, &owner));
+    for message in a2a_agui::thread_messages(&tasks) {
+        conversation.push(serde_json::to_value(message).unwrap_or_default());
+    }
+}
+
+/// A 1.0 agent's tasks in a context, oldest first (it lists the newest
+/// first).
+async fn listed(agent: &Agent, forwarded: &Forwarded, context: &str, limit: usize) -> Vec<Value> {
+    let mut tasks = Vec::new();
+    let mut page_token = String::new();
+    let mut budget = MAX_SNAPSHOT_BYTES;
+    for _ in 0..MAX_PAGES {
+        let call = outbound::list_tasks(agent, forwarded, Some(context), &page_token).await;
+        let Some(answer) = call.answer(agent, limit.min(budget)).await else {
+            break;
+        };
+        budget = budget.saturating_sub(answer.len());
+        let Some(page) = result(&answer) else {
+            break;
+        };
+        if let Some(Value::Array(listed)) = page.get("tasks") {
+            tasks.extend(listed.iter().cloned());
+        }
+        match page.get("nextPageToken").and_then(Value::as_str) {
+            Some(next) if !next.is_empty() && next != page_token => page_token = next.to_owned(),
+            _ => break,
+        }
+    }
+    tasks.reverse();
+    tasks
+}
+
+/// The task holds a message the gateway sent for this caller's thread
+/// (`ThreadRef::owner_tag`).
+pub(super) fn started_by(task: &Value, owner: &str) -> bool {
+    let history = task.get("history").and_then(Value::as_array);
+    let status = task.pointer("/status/message");
+    history
+        .into_iter()
+        .flatten()
+        .chain(status)
+        .filter_map(|message| message.get("messageId").and_then(Value::as_str))
+        .any(|id| id.starts_with("agui-") && id.ends_with(owner))
+}
+
+/// A JSON-RPC answer's result (an error answer has none).
+pub(super) fn result(answer: &[u8]) -> Option<Value> {
+    let mut value: Value = serde_json::from_slice(answer).ok()?;
+    match value.get_mut("result") {
+        Some(result) if result.is_object() => Some(result.take()),
+        _ => None,
+    }
+}
+
+/// AG-UI messages merged by id, in the order first seen, bounded.
+#[derive(Default)]
+struct Conversation {
+    messages: Vec<Value>,
+    at: HashMap<String, usize>,
+    bytes: usize,
+}
+
+impl Conversation {
+    /// A run's input messages as recorded (a JSON array).
+    fn input(&mut self, input: &[u8]) {
+        if let Ok(Value::Array(messages)) = serde_json::from_slice(input) {
+            for message in messages {
+                self.push(message);
+            }
+        }
+    }
+
+    /// The messages a run's frames (`data:` JSON events) made.
+    fn run<'a>(&mut self, chunks: impl Iterator<Item = &'a [u8]>) {
+        let mut fold = MessageFold::default();
+        let mut parser = SseParser::new(MAX_SNAPSHOT_BYTES);
+        let mut each = |event: a2a_agui::SseEvent<'_>| {
+            if let Ok(event) = serde_json::from_slice::<Value>(event.data) {
+                fold.event_json(&event);
+            }
+        };
+        for chunk in chunks {
+            let _ = parser.feed(chunk, &mut each);
+        }
+        let _ = parser.finish(&mut each);
+        for message in fold.into_messages() {
+            self.push(serde_json::to_value(message).unwrap_or_default());
+        }
+    }
+
+    /// A message: one already held under its id is replaced where it is
+    /// (the client's latest copy), a new one appended while there is room.
+    fn push(&mut self, message: Value) {
+        let Some(id) = message.get("id").and_then(Value::as_str) else {
+            return;
+        };
+        let size = serde_json::to_vec(&message).map_or(usize::MAX, |b| b.len());
+        match self.at.get(id) {
+            Some(&at) => {
+                let old = serde_json::to_vec(&self.messages[at]).map_or(0, |b| b.len());
+                if self.bytes - old.min(self.bytes) + size <= MAX_SNAPSHOT_BYTES {
+                    self.bytes = self.bytes - old.min(self.bytes) + size;
+                    self.messages[at] = message;
+                }
+            }
+            None if self.messages.len() < MAX_MESSAGES
+                && self.bytes.saturating_add(size) <= MAX_SNAPSHOT_BYTES =>
+            {
+                self.bytes += size;
+                self.at.insert(id.to_owned(), self.messages.len());
+                self.messages.push(message);
+            }
+            None => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_conversation_merges_inputs_and_runs_by_id_in_order() {
+        let mut conversation = Conversation::default();
+        conversation.input(br#"[{"id":"u1","role":"user","content":"hi"}]"#);
+        conversation.run(
+            [
+                &b"id: k.1\ndata: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n"[..],
+                b"data: {\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m1\",\"role\":\"assistant\"}\n\ndata: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"hel",
+                b"lo\"}\n\n",
+            ]
+            .into_iter(),
+        );
+        // The next run's input holds the whole thread again, and more.
+        conversation.input(
+            br#"[{"id":"u1","role":"user","content":"hi"},{"id":"m1","role":"assistant","content":"hello"},{"id":"u2","role":"user","content":"again"},{"role":"user"}]"#,
+        );
+        conversation.input(b"not json");
+        let ids: Vec<&str> = conversation
+            .messages
+            .iter()
+            .filter_map(|m| m["id"].as_str())
+            .collect();
+        assert_eq!(ids, ["u1", "m1", "u2"]);
+        assert_eq!(conversation.messages[1]["content"], "hello");
+    }
+
+    #[test]
+    fn a_conversation_is_bounded_as_it_grows() {
+        let mut conversation = Conversation::default();
+        let big = "x".repeat(1 << 20);
+        for n in 0..40 {
+            conversation.push(json!({"id": format!("m{n}"), "role": "user", "content": big}));
+        }
+        assert!(conversation.bytes <= MAX_SNAPSHOT_BYTES);
+        assert_eq!(conversation.messages.len(), 15);
+        for n in 0..MAX_MESSAGES + 10 {
+            conversation.push(json!({"id": format!("s{n}"), "role": "user", "content": ""}));
+        }
+        assert_eq!(conversation.messages.len(), MAX_MESSAGES);
+    }
+}

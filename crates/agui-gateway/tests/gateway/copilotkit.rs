@@ -1,0 +1,319 @@
+//! The CopilotKit runtime protocol served by the gateway: `@copilotkit/core`
+//! 1.75.0 (`tests/copilotkit/direct.mjs`) with `runtimeUrl` at
+//! `<gateway>/copilotkit` and no runtime between, in front of a real a2a-sdk
+//! 1.3.0 agent; and the runtime's error bodies, before any agent call.
+//!
+//! A restored conversation is compared whole with what the live turns
+//! showed: user and assistant messages, reasoning, the agent's tool calls
+//! and results, and a frontend tool's round trip, once and in order.
+
+use serde_json::{Value, json};
+
+use crate::support::{Process, agent, client, gateway_for, repo_root};
+
+/// One phase of the harness (one page load); its report line.
+async fn core(gw: &Process, transport: &str, thread: &str, phase: &str, text: &str) -> Value {
+    core_with(gw, transport, thread, phase, text, &[]).await
+}
+
+/// [`core`] with more options for the harness (`--tool get_weather`).
+async fn core_with(
+    gw: &Process,
+    transport: &str,
+    thread: &str,
+    phase: &str,
+    text: &str,
+    more: &[&str],
+) -> Value {
+    let script = repo_root().join("tests/copilotkit/direct.mjs");
+    let output = tokio::process::Command::new("node")
+        .arg(script)
+        .args(more)
+        .args(["--runtime-url", &format!("{}/copilotkit", gw.url())])
+        .args(["--agent", "default", "--thread", thread, "--phase", phase])
+        .args(["--transport", transport, "--text", text])
+        .args(["--timeout-ms", "20000"])
+        .output()
+        .await
+        .expect("node runs (tests/copilotkit/setup.sh installs @copilotkit/core)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line: Value = stdout
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("{stdout}\n{}", String::from_utf8_lossy(&output.stderr)));
+    assert_eq!(line["error"], Value::Null, "{line}");
+    assert_eq!(line["runErrors"], json!([]), "{line}");
+    assert_eq!(line["info"]["agents"], json!(["default"]), "{line}");
+    line
+}
+
+/// The agent's task of a context, as the agent stores it.
+async fn agent_tasks(agent: &Process, context: &str) -> Vec<Value> {
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "ListTasks",
+                       "params": { "contextId": context } });
+    let answer: Value = client()
+        .post(agent.url())
+        .header("A2A-Version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    answer["result"]["tasks"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn copilotkit_core_runs_restores_stops_and_lists_threads_with_no_runtime_between() {
+    let agent = agent("python-v1");
+    for transport in ["rest", "single"] {
+        let gw = gateway_for(&agent.url(), &[]);
+        let thread = format!("ck-{transport}");
+        core(&gw, transport, &thread, "turn", "chunks").await;
+        core(&gw, transport, &thread, "turn", "hector").await;
+        let turn = core(&gw, transport, &thread, "turn", "status-text").await;
+        let conversation = turn["messages"].clone();
+        assert_eq!(
+            conversation,
+            json!([
+                "user: chunks",
+                "assistant: Thinking...",
+                "assistant: Hello from the streaming test agent.",
+                "assistant: Done.",
+                "user: hector",
+                "reasoning: Let me think. Checking the weather.",
+                "assistant:  [web_search({\"query\":\"weather\"})]",
+                "tool: Sunny, 22C",
+                "assistant: It is sunny.",
+                "user: status-text",
+                "assistant: Status streamed text."
+            ]),
+            "{turn}"
+        );
+        // A reload restores the conversation once, in order, and a client
+        // that still holds it gets nothing twice.
+        let reload = core(&gw, transport, &thread, "restore", "").await;
+        assert_eq!(reload["messages"], conversation, "{reload}");
+        assert_eq!(reload["again"], conversation, "{reload}");
+
+        // The gateway restarts: its journal is empty, the agent's tasks
+        // hold the thread, and they read as the live turns did.
+        drop(gw);
+        let gw = gateway_for(&agent.url(), &[]);
+        let reload = core(&gw, transport, &thread, "restore", "").await;
+        assert_eq!(reload["messages"], conversation, "{reload}");
+        assert_eq!(reload["again"], conversation, "{reload}");
+
+        // Stop on a long run: it ends at once, and the agent's task is
+        // cancelled.
+        let long = format!("{thread}-long");
+        let stopped = core(&gw, transport, &long, "stop", "cancel-me").await;
+        assert!(stopped["stopToEndMs"].as_u64().unwrap() < 2000, "{stopped}");
+        let mut state = Value::Null;
+        for _ in 0..40 {
+            let tasks = agent_tasks(&agent, &long).await;
+            state = tasks
+                .first()
+                .map(|t| t["status"]["state"].clone())
+                .unwrap_or_default();
+            if state == "TASK_STATE_CANCELED" {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert_eq!(state, "TASK_STATE_CANCELED");
+
+        // The caller's threads, newest first: the long one and the first.
+        let listed: Value = client()
+            .get(format!("{}/copilotkit/threads?agentId=default", gw.url()))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let ids: Vec<&str> = listed["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["id"].as_str())
+            .collect();
+        assert!(
+            ids.contains(&thread.as_str()) && ids.contains(&long.as_str()),
+            "{listed}"
+        );
+        assert_eq!(ids[0], long, "{listed}");
+    }
+}
+
+#[tokio::test]
+async fn a_frontend_tools_round_trip_is_restored_from_the_journal_and_from_the_agent() {
+    let agent = agent("input");
+    let gw = gateway_for(&agent.url(), &[]);
+    let tool = ["--tool", "get_weather"];
+    let turn = core_with(&gw, "rest", "ck-tool", "turn", "clienttool", &tool).await;
+    let conversation = turn["messages"].clone();
+    let answer = "{\"temperature\":21,\"city\":\"Paris\"}";
+    assert_eq!(
+        conversation,
+        json!([
+            "user: clienttool",
+            "assistant: Let me check the weather. [get_weather({\"city\":\"Paris\"})]",
+            format!("tool: {answer}"),
+            format!("assistant: get_weather said: {answer}")
+        ]),
+        "{turn}"
+    );
+    let reload = core(&gw, "rest", "ck-tool", "restore", "").await;
+    assert_eq!(reload["messages"], conversation, "{reload}");
+    assert_eq!(reload["again"], conversation, "{reload}");
+    // From the agent: the tool's result is the user's A2A message that
+    // carried it back.
+    drop(gw);
+    let gw = gateway_for(&agent.url(), &[]);
+    let reload = core(&gw, "single", "ck-tool", "restore", "").await;
+    assert_eq!(reload["messages"], conversation, "{reload}");
+    assert_eq!(reload["again"], conversation, "{reload}");
+}
+
+#[tokio::test]
+async fn bad_input_gets_the_runtimes_errors_before_any_agent_call() {
+    let agent = agent("python-v1");
+    let gw = gateway_for(&agent.url(), &[]);
+    let base = format!("{}/copilotkit", gw.url());
+    let http = client();
+    let send = |method: reqwest::Method, path: &str, body: Option<&str>| {
+        let mut request = http.request(method, format!("{base}{path}"));
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body.to_owned());
+        }
+        request.send()
+    };
+    let cases: Vec<(reqwest::Method, &str, Option<&str>, u16, Value)> = vec![
+        (
+            reqwest::Method::POST,
+            "/agent/nope/run",
+            Some("{}"),
+            404,
+            json!({"error": "Agent not found", "message": "Agent 'nope' does not exist"}),
+        ),
+        (
+            reqwest::Method::POST,
+            "/agent/default/run",
+            Some("{\"threadId\":\"t\"}"),
+            400,
+            json!({"error": "Invalid request body", "details": "messages must be an array"}),
+        ),
+        (
+            reqwest::Method::POST,
+            "/agent/default/run",
+            Some("not json"),
+            400,
+            json!({"error": "Invalid request body", "details": "the body is not JSON"}),
+        ),
+        (
+            reqwest::Method::POST,
+            "/agent/default/connect",
+            Some("[]"),
+            400,
+            json!({"error": "Invalid request body", "details": "threadId must be a string"}),
+        ),
+        (
+            reqwest::Method::POST,
+            "/agent/default/stop/t",
+            Some("{\"x\":1}"),
+            400,
+            json!({"error": "Invalid stop request"}),
+        ),
+        (
+            reqwest::Method::POST,
+            "/agent/default/stop/t",
+            Some("{\"runId\":7}"),
+            400,
+            json!({"error": "Invalid runId"}),
+        ),
+        (
+            reqwest::Method::POST,
+            "/agent/default/stop/t",
+            None,
+            200,
+            json!({"stopped": false, "message": "No active run for thread 't'."}),
+        ),
+        (
+            reqwest::Method::GET,
+            "/agent/default/run",
+            None,
+            405,
+            json!({"error": "Method not allowed"}),
+        ),
+        (
+            reqwest::Method::GET,
+            "/nowhere",
+            None,
+            404,
+            json!({"error": "Not found"}),
+        ),
+        (
+            reqwest::Method::GET,
+            "/threads",
+            None,
+            400,
+            json!({"error": "Missing agentId"}),
+        ),
+        (
+            reqwest::Method::POST,
+            "",
+            Some("{\"method\":\"agent/fly\"}"),
+            400,
+            json!({"error": "invalid_request", "message": "Unsupported method 'agent/fly'"}),
+        ),
+        (
+            reqwest::Method::POST,
+            "",
+            Some("{\"method\":\"agent/run\",\"params\":{}}"),
+            400,
+            json!({"error": "invalid_request", "message": "Missing or invalid parameter 'agentId'"}),
+        ),
+        (
+            reqwest::Method::POST,
+            "",
+            Some("{\"method\":\"agent/run\",\"params\":{\"agentId\":\"default\"}}"),
+            400,
+            json!({"error": "invalid_request", "message": "Missing request body for JSON handler"}),
+        ),
+        (
+            reqwest::Method::POST,
+            "",
+            Some("{\"method\":\"agent/run\",\"params\":{\"agentId\":\"nope\"},\"body\":{}}"),
+            404,
+            json!({"error": "Agent not found", "message": "Agent 'nope' does not exist"}),
+        ),
+    ];
+    for (method, path, body, status, expected) in cases {
+        let response = send(method.clone(), path, body).await.unwrap();
+        assert_eq!(
+            response.status().as_u16(),
+            status,
+            "{method} {path} {body:?}"
+        );
+        let got: Value = response.json().await.unwrap();
+        assert_eq!(got, expected, "{method} {path} {body:?}");
+    }
+    let plain = http
+        .post(&base)
+        .header("content-type", "text/plain")
+        .body("{\"method\":\"info\"}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(plain.status(), 415);
+    // None of it reached the agent.
+    assert!(agent_tasks(&agent, "t").await.is_empty());
+}
