@@ -4,7 +4,7 @@
 //
 //   node direct.mjs --runtime-url URL --agent NAME --thread ID --phase PHASE
 //                   [--transport rest|single] [--text TEXT] [--tool get_weather]
-//                   [--timeout-ms N]
+//                   [--header "Name: value"] [--timeout-ms N]
 //
 // Phases (one CopilotKitCore each, as one page load):
 //   turn     connectAgent (what <CopilotChat> does on mount), then one user
@@ -20,6 +20,9 @@
 // page and runs the agent again with its result), answering
 // {"temperature":21,"city":<city>}.
 //
+// `--header` is sent on every request (CopilotKitCore's `headers`): who the
+// caller is, for the gateway.
+//
 // It asserts nothing. stdout: one JSON line
 //   {phase, info, messages, again, stopToEndMs, runErrors, error}
 // where `messages` and `again` are "role: content" strings in thread order
@@ -30,12 +33,12 @@
 
 import { writeSync } from "node:fs";
 
-const opts = { transport: "rest", text: "chunks", tool: null, timeoutMs: 30000 };
+const opts = { transport: "rest", text: "chunks", tool: null, header: null, timeoutMs: 30000 };
 {
     const args = process.argv.slice(2);
     const names = {
         "--runtime-url": "runtimeUrl", "--agent": "agent", "--thread": "thread", "--phase": "phase",
-        "--transport": "transport", "--text": "text", "--tool": "tool", "--timeout-ms": "timeoutMs",
+        "--transport": "transport", "--text": "text", "--tool": "tool", "--header": "header", "--timeout-ms": "timeoutMs",
     };
     for (let i = 0; i < args.length; i += 2) {
         const key = names[args[i]];
@@ -47,6 +50,10 @@ const opts = { transport: "rest", text: "chunks", tool: null, timeoutMs: 30000 }
     }
     if (!opts.runtimeUrl || !opts.agent || !opts.thread || !["turn", "restore", "stop"].includes(opts.phase)) {
         process.stderr.write("usage: --runtime-url, --agent, --thread and --phase turn|restore|stop are required\n");
+        process.exit(2);
+    }
+    if (opts.header !== null && !/^[A-Za-z0-9-]+: ./.test(opts.header)) {
+        process.stderr.write("usage: --header \"Name: value\"\n");
         process.exit(2);
     }
     if (opts.tool !== null && opts.tool !== "get_weather") {
@@ -94,12 +101,23 @@ function summary(messages) {
 
 async function main() {
     const { CopilotKitCore } = await import("@copilotkit/core");
-    const info = await fetch(`${opts.runtimeUrl}/info`);
-    line.info = { status: info.status, agents: Object.keys((await info.json())?.agents ?? {}) };
+    const headers = {};
+    if (opts.header) {
+        const at = opts.header.indexOf(":");
+        headers[opts.header.slice(0, at)] = opts.header.slice(at + 1).trim();
+    }
+    const info = await fetch(`${opts.runtimeUrl}/info`, { headers });
+    const infoBody = await info.json();
+    line.info = {
+        status: info.status,
+        agents: Object.keys(infoBody?.agents ?? {}),
+        threadList: infoBody?.threadEndpoints?.list ?? null,
+    };
 
     const copilotkit = new CopilotKitCore({
         runtimeUrl: opts.runtimeUrl,
         runtimeTransport: opts.transport,
+        headers,
         tools: opts.tool ? [getWeather] : [],
     });
     copilotkit.subscribe({

@@ -28,6 +28,9 @@ use crate::read::{PartBody, part_body, read_message_object};
 pub fn thread_messages(tasks: &[Value]) -> Vec<Message> {
     let mut replay = Replay::default();
     for task in tasks.iter().filter_map(Value::as_object) {
+        if replay.fold.is_full() {
+            break;
+        }
         let history = task.get("history").and_then(Value::as_array);
         for message in history.into_iter().flatten() {
             replay.message(message);

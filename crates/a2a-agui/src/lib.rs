@@ -54,7 +54,9 @@ pub use event::{
 };
 pub use history::thread_messages;
 pub use ids::{IdKind, IdSource, SequentialIds, agent_tool_call_id, is_result_of_call};
-pub use messages::{FunctionCall, MAX_MESSAGE_BYTES, MAX_MESSAGES, Message, MessageFold, ToolCall};
+pub use messages::{
+    FunctionCall, MAX_CALLS, MAX_MESSAGE_BYTES, MAX_MESSAGES, Message, MessageFold, ToolCall,
+};
 pub use pipeline::{StreamConverter, convert_recording, looks_like_sse};
 pub use read::{A2aMessage, ErrorReport, FileRef, PartBody, error_report, part_body};
 pub use sse::{DEFAULT_MAX_EVENT_BYTES, SseError, SseEvent, SseParser};

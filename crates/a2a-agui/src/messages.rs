@@ -17,6 +17,8 @@
 
 use serde::Serialize;
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use crate::event::Event;
@@ -89,13 +91,33 @@ pub struct FunctionCall {
     pub arguments: String,
 }
 
-/// Folds events into messages.
+/// The most tool calls one fold keeps, over all its messages.
+pub const MAX_CALLS: usize = 4096;
+
+/// Folds events into messages. Each event costs a lookup, not a scan:
+/// a run's frames may be many.
 #[derive(Debug, Default)]
 pub struct MessageFold {
     messages: Vec<Message>,
+    /// Message id → its place.
+    at: HashMap<String, usize>,
+    /// Tool call id → its message's place and its place there.
+    calls: HashMap<String, (usize, usize)>,
+    /// The id of 0.0.48's thinking messages, which carry none.
+    thinking_id: Option<String>,
 }
 
 impl MessageFold {
+    /// A fold for one run's frames: 0.0.48's thinking text (one message
+    /// per run, without an id) is named `thinking-<run>`, so two runs'
+    /// thoughts stay two messages.
+    pub fn for_run(run: &str) -> MessageFold {
+        MessageFold {
+            thinking_id: Some(format!("thinking-{run}")),
+            ..MessageFold::default()
+        }
+    }
+
     /// A user message (from the A2A history: the converter does not show
     /// what the user said).
     pub fn user(&mut self, id: &str, content: &str) {
@@ -174,8 +196,11 @@ impl MessageFold {
             | "REASONING_MESSAGE_CHUNK"
             | "THINKING_TEXT_MESSAGE_CONTENT" => {
                 // 0.0.48's thinking messages have no id: one per run.
-                let id = message.unwrap_or("thinking");
-                self.reasoning(id, delta);
+                let id = match message {
+                    Some(id) => id.to_owned(),
+                    None => self.thinking_id.as_deref().unwrap_or("thinking").to_owned(),
+                };
+                self.reasoning(&id, delta);
             }
             _ => {}
         }
@@ -227,13 +252,19 @@ impl MessageFold {
     }
 
     fn position(&self, id: &str) -> Option<usize> {
-        self.messages.iter().rposition(|m| m.id() == id)
+        self.at.get(id).copied()
     }
 
     fn push(&mut self, message: Message) {
-        if self.messages.len() < MAX_MESSAGES {
+        if self.messages.len() < MAX_MESSAGES && !self.at.contains_key(message.id()) {
+            self.at.insert(message.id().to_owned(), self.messages.len());
             self.messages.push(message);
         }
+    }
+
+    /// Whether no further message can be added.
+    pub fn is_full(&self) -> bool {
+        self.messages.len() >= MAX_MESSAGES
     }
 
     /// The assistant message `id`, created when new.
@@ -250,7 +281,7 @@ impl MessageFold {
     }
 
     fn call(&mut self, id: &str, name: &str, parent: Option<&str>) {
-        if self.find_call(id).is_some() {
+        if self.calls.contains_key(id) || self.calls.len() >= MAX_CALLS {
             return;
         }
         let at = match parent.and_then(|p| self.position(p)) {
@@ -262,9 +293,11 @@ impl MessageFold {
                 _ => self.assistant(&format!("{id}-message")),
             },
         };
-        if let Some(Message::Assistant { tool_calls, .. }) =
-            at.and_then(|i| self.messages.get_mut(i))
-        {
+        let Some(at) = at else {
+            return;
+        };
+        if let Some(Message::Assistant { tool_calls, .. }) = self.messages.get_mut(at) {
+            self.calls.insert(id.to_owned(), (at, tool_calls.len()));
             tool_calls.push(ToolCall {
                 id: id.to_string(),
                 kind: "function",
@@ -277,10 +310,11 @@ impl MessageFold {
     }
 
     fn find_call(&mut self, id: &str) -> Option<&mut ToolCall> {
-        self.messages.iter_mut().rev().find_map(|m| match m {
-            Message::Assistant { tool_calls, .. } => tool_calls.iter_mut().find(|c| c.id == id),
+        let &(at, n) = self.calls.get(id)?;
+        match self.messages.get_mut(at)? {
+            Message::Assistant { tool_calls, .. } => tool_calls.get_mut(n),
             _ => None,
-        })
+        }
     }
 }
 

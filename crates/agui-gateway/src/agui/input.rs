@@ -35,14 +35,21 @@ pub struct RunInput {
 
 impl RunInput {
     /// The input's messages as a JSON array, for the thread's replay
-    /// (activity messages are the UI's, never sent back).
-    pub fn messages_json(&self) -> bytes::Bytes {
+    /// (activity messages are the UI's, never sent back); empty (not
+    /// kept: the replay then asks the agent) when that passes `limit`
+    /// bytes, the journal's bound for one run. The body they came in is
+    /// bounded already; this keeps the journal's share within its own.
+    pub fn messages_json(&self, limit: usize) -> bytes::Bytes {
         let kept: Vec<&Value> = self
             .messages
             .iter()
             .filter(|m| m["role"] != "activity" && m["id"].is_string())
             .collect();
-        serde_json::to_vec(&kept).unwrap_or_default().into()
+        let json = serde_json::to_vec(&kept).unwrap_or_default();
+        if json.len() > limit {
+            return bytes::Bytes::new();
+        }
+        json.into()
     }
 }
 

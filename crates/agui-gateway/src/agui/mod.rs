@@ -82,7 +82,7 @@ pub async fn run(state: AppHandle, agent: Arc<Agent>, call: Call) -> Result<Resp
             id: thread_id.clone(),
             shelf: Shelf::new(agent.name(), &run_by.caller),
             run_id: run_id.clone(),
-            input: input.messages_json(),
+            input: input.messages_json(state.config.journal.limits.max_run_bytes),
         }),
     };
     let shared_state = input.shared_state();
@@ -140,12 +140,11 @@ pub async fn run(state: AppHandle, agent: Arc<Agent>, call: Call) -> Result<Resp
             Ok(message)
         }
     };
-    let owner = thread.owner_tag();
     let request = async {
         Ok(match send {
             Ok(mut message) => {
                 // Minted per request: a resumed run repeats its run id.
-                message.message_id = format!("agui-{:016x}-{owner}", random_u64());
+                message.message_id = thread.message_id(random_u64());
                 outbound::build(&agent, &headers, &message, &rpc_id, &activate).await
             }
             Err(task) => outbound::cancel(&agent, &headers, &task).await,

@@ -395,12 +395,13 @@ impl EdgeArgs {
     }
 }
 
-/// A count that 0 would make useless (no stream, no worker): refused with
-/// the flag's name, as the file refuses it with its line.
+/// `--copilotkit-path`, checked as the file's key is.
 fn copilotkit_path_flag(text: &str) -> Result<Option<String>, String> {
     super::copilotkit_path(text)
 }
 
+/// A count that 0 would make useless (no stream, no worker): refused with
+/// the flag's name, as the file refuses it with its line.
 fn at_least_one(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(0) => Err("must be at least 1".to_owned()),

@@ -340,7 +340,17 @@ pub fn copilotkit_path(text: &str) -> Result<Option<String>, String> {
         );
     }
     let first = rest.split('/').next().unwrap_or_default();
-    if ["agui", "v1", "inspect", "healthz", "readyz", "metrics"].contains(&first) {
+    if [
+        "agui",
+        "v1",
+        "inspect",
+        "healthz",
+        "readyz",
+        "metrics",
+        ".well-known",
+    ]
+    .contains(&first)
+    {
         return Err(format!("/{first} is one of the gateway's own routes"));
     }
     Ok(Some(text.to_owned()))

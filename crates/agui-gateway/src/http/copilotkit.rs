@@ -27,13 +27,10 @@ use super::gate;
 use crate::edge::error::ApiError;
 use crate::journal::{CallerDigest, ThreadRef};
 use crate::obs::access::{AccessNote, Mode};
-use crate::resume::{self, Stopped, ThreadAsk, WhenEmpty};
+use crate::resume::{self, MAX_ID_BYTES, Stopped, ThreadAsk, WhenEmpty};
 use crate::state::{AppHandle, AppState};
 use crate::upstream::Agent;
 use crate::upstream::outbound::Forwarded;
-
-/// A thread or run id longer than this is refused.
-const MAX_ID_BYTES: usize = 1024;
 
 /// What one request asks, once its path (or envelope) is read.
 enum Call {
@@ -77,15 +74,10 @@ pub async fn handle(State(state): State<AppHandle>, request: Request) -> Respons
             }),
             "POST",
         ),
-        ["threads"] => (Some(Call::Threads(query_param(query, "agentId"))), "GET"),
-        ["threads", thread, "messages"] => (
-            Some(Call::Messages {
-                thread: (*thread).to_owned(),
-                agent: query_param(query, "agentId"),
-            }),
-            "GET",
-        ),
-        _ => return runtime_error(StatusCode::NOT_FOUND, json!({ "error": "Not found" })),
+        other => match thread_route(other, query) {
+            Some(call) => (Some(call), "GET"),
+            None => return runtime_error(StatusCode::NOT_FOUND, json!({ "error": "Not found" })),
+        },
     };
     if parts.method.as_str() != allow {
         let mut response = runtime_error(
@@ -324,13 +316,9 @@ fn envelope(parts: &Parts, body: &[u8]) -> Result<(Call, Bytes), Response> {
                 .collect();
             let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
             let get = params.get("httpMethod").and_then(Value::as_str) == Some("GET");
-            match segments.as_slice() {
-                ["threads"] if get => Call::Threads(query_param(query, "agentId")),
-                ["threads", thread, "messages"] if get => Call::Messages {
-                    thread: (*thread).to_owned(),
-                    agent: query_param(query, "agentId"),
-                },
-                _ => {
+            match thread_route(&segments, query).filter(|_| get) {
+                Some(call) => call,
+                None => {
                     return Err(runtime_error(
                         StatusCode::NOT_FOUND,
                         json!({ "error": "Not found" }),
@@ -348,6 +336,19 @@ fn envelope(parts: &Parts, body: &[u8]) -> Result<(Call, Bytes), Response> {
     };
     let required = matches!(call, Call::Run(_) | Call::Connect(_));
     Ok((call, inner_bytes(required)?))
+}
+
+/// The read-only thread routes (GET), as paths or as the envelope's
+/// `resource/request`.
+fn thread_route(segments: &[&str], query: &str) -> Option<Call> {
+    match segments {
+        ["threads"] => Some(Call::Threads(query_param(query, "agentId"))),
+        ["threads", thread, "messages"] => Some(Call::Messages {
+            thread: (*thread).to_owned(),
+            agent: query_param(query, "agentId"),
+        }),
+        _ => None,
+    }
 }
 
 /// `GET /info`: the agents this caller may use, their descriptions from
@@ -371,8 +372,11 @@ async fn info(state: &AppHandle, parts: &Parts, single: bool) -> Response {
             json!({ "name": name, "className": "A2AAgent", "description": description }),
         );
     }
+    // `inspect` would have the UI ask for a thread's events and state too;
+    // a caller with no identity gets no thread list (`resume::threads`).
+    let list = !caller(parts).is_anonymous();
     let endpoints =
-        json!({ "list": true, "inspect": true, "mutations": false, "realtimeMetadata": false });
+        json!({ "list": list, "inspect": false, "mutations": false, "realtimeMetadata": false });
     let mut body = json!({
         "version": env!("CARGO_PKG_VERSION"),
         "agents": agents,

@@ -134,8 +134,17 @@ impl MemoryJournal {
         if let Some(thread) = &log.identity.thread {
             index.threads.opened(thread, &key);
         }
+        // The input messages a replay shows count as the run's frames do,
+        // from its start to its removal.
+        self.shared
+            .bytes
+            .fetch_add(log.input_bytes(), Ordering::Relaxed);
         index.order.push_back(key.clone());
         index.runs.insert(key, log.clone());
+        drop(index);
+        if self.shared.bytes.load(Ordering::Relaxed) > limits.max_bytes {
+            self.shared.make_room(&log);
+        }
         log
     }
 
@@ -199,6 +208,7 @@ impl Shared {
         if let Some(thread) = &log.identity.thread {
             index.threads.forget_run(&thread.thread, key);
         }
+        self.bytes.fetch_sub(log.input_bytes(), Ordering::Relaxed);
         if let Ok(mut state) = log.state.lock() {
             if state.counted {
                 self.bytes.fetch_sub(state.bytes, Ordering::Relaxed);
@@ -348,6 +358,11 @@ impl RunLog {
 
     pub fn identity(&self) -> &RunIdentity {
         &self.identity
+    }
+
+    /// The bytes of the input messages kept with the run.
+    fn input_bytes(&self) -> usize {
+        self.identity.thread.as_ref().map_or(0, |t| t.input.len())
     }
 
     /// What the converter wrote for one upstream read: frames up to

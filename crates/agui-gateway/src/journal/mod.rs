@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 
 pub use follow::follow;
 pub use memory::{MemoryJournal, RunLog};
-pub use threads::{ThreadSummary, unix_ms};
+pub use threads::{MAX_LISTED, ThreadSummary, unix_ms};
 
 use crate::edge::error::ApiError;
 
@@ -139,20 +139,36 @@ const CREDENTIAL_HEADERS: [&str; 5] = [
 /// A run is continued, and a thread's runs are found, only by the same
 /// caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct CallerDigest([u8; 32]);
+pub struct CallerDigest {
+    digest: [u8; 32],
+    /// No identity at all (authentication off, no credential header):
+    /// every such caller is the same one.
+    anonymous: bool,
+}
 
 impl CallerDigest {
     pub fn of(scope: &str, headers: &HeaderMap) -> CallerDigest {
         let mut fields: Vec<&[u8]> = vec![scope.as_bytes()];
+        let mut anonymous = scope.is_empty();
         if scope.is_empty() {
             for name in CREDENTIAL_HEADERS {
                 fields.push(name.as_bytes());
                 for value in headers.get_all(name) {
+                    anonymous = false;
                     fields.push(value.as_bytes());
                 }
             }
         }
-        CallerDigest(digest(&fields))
+        CallerDigest {
+            digest: digest(&fields),
+            anonymous,
+        }
+    }
+
+    /// Whether the caller has no identity: whatever it could list, every
+    /// other anonymous caller could list too.
+    pub fn is_anonymous(&self) -> bool {
+        self.anonymous
     }
 }
 
@@ -172,7 +188,7 @@ impl Owner {
     pub fn of(agent: &str, caller: &CallerDigest, method: &str, uri: &str, body: &[u8]) -> Owner {
         Owner(digest(&[
             agent.as_bytes(),
-            &caller.0,
+            &caller.digest,
             method.as_bytes(),
             uri.as_bytes(),
             body,
@@ -190,7 +206,11 @@ impl ThreadRef {
     }
 
     pub fn new(agent: &str, caller: &CallerDigest, thread_id: &str) -> ThreadRef {
-        ThreadRef(digest(&[agent.as_bytes(), &caller.0, thread_id.as_bytes()]))
+        ThreadRef(digest(&[
+            agent.as_bytes(),
+            &caller.digest,
+            thread_id.as_bytes(),
+        ]))
     }
 
     /// What ends the A2A `messageId` of every message the gateway sends
@@ -201,6 +221,17 @@ impl ThreadRef {
     /// the caller.
     pub fn owner_tag(&self) -> String {
         hex(&digest(&[b"owner", &self.0]))[..32].to_owned()
+    }
+
+    /// The A2A `messageId` of a message the gateway sends for the thread.
+    pub fn message_id(&self, nonce: u64) -> String {
+        format!("agui-{nonce:016x}-{}", self.owner_tag())
+    }
+
+    /// Whether `message_id` is one the gateway sent for the thread whose
+    /// owner tag is `tag` (`message_id`).
+    pub fn is_sent(message_id: &str, tag: &str) -> bool {
+        message_id.starts_with("agui-") && message_id.ends_with(tag)
     }
 }
 
@@ -218,7 +249,7 @@ pub struct Shelf([u8; 32]);
 
 impl Shelf {
     pub fn new(agent: &str, caller: &CallerDigest) -> Shelf {
-        Shelf(digest(&[b"threads", agent.as_bytes(), &caller.0]))
+        Shelf(digest(&[b"threads", agent.as_bytes(), &caller.digest]))
     }
 
     pub fn to_hex(&self) -> String {
@@ -236,7 +267,8 @@ pub struct RunThread {
     /// The run id the client chose.
     pub run_id: String,
     /// The messages of the run's input, a JSON array as the client sent
-    /// them (a thread's replay shows them before the run's own).
+    /// them (a thread's replay shows them before the run's own); empty
+    /// when they were too many to keep (counted in the journal's bytes).
     pub input: bytes::Bytes,
 }
 

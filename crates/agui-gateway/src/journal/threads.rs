@@ -4,7 +4,10 @@
 //! kept (oldest first) and the A2A tasks its runs named. A thread outlives
 //! its runs' frames (a replay then asks the agent for those tasks).
 //!
-//! Bounded: `MAX_THREADS` threads (the one seen first goes first), `RUNS_PER_THREAD` runs and `TASKS_PER_THREAD` tasks each.
+//! Bounded: `MAX_THREADS` threads, at most `MAX_LISTED` of one shelf (the
+//! one that ran least recently goes first: the shelf's own, when it is the
+//! shelf that is full, so that one caller cannot push out another's),
+//! `RUNS_PER_THREAD` runs and `TASKS_PER_THREAD` tasks each.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -48,22 +51,37 @@ struct Thread {
 #[derive(Default)]
 pub(super) struct ThreadBook {
     threads: HashMap<ThreadRef, Thread>,
-    /// In the order first seen: who goes when the book is full.
+    /// Least recently run first: who goes when the book (or a shelf) is full.
     order: VecDeque<ThreadRef>,
+    /// Threads per shelf.
+    shelved: HashMap<Shelf, usize>,
 }
 
 impl ThreadBook {
     /// A run of `thread` opened under `key`.
     pub(super) fn opened(&mut self, thread: &RunThread, key: &str) {
         let now = unix_ms();
-        if !self.threads.contains_key(&thread.thread) {
-            if self.threads.len() >= MAX_THREADS
-                && let Some(first) = self.order.pop_front()
-            {
-                self.threads.remove(&first);
+        if self.threads.contains_key(&thread.thread) {
+            self.order.retain(|t| *t != thread.thread);
+        } else {
+            let full_shelf = self.shelved.get(&thread.shelf).copied().unwrap_or(0) >= MAX_LISTED;
+            let victim = if full_shelf {
+                let shelf = thread.shelf;
+                let threads = &self.threads;
+                self.order
+                    .iter()
+                    .position(|t| threads.get(t).is_some_and(|e| e.shelf == shelf))
+            } else if self.threads.len() >= MAX_THREADS {
+                Some(0)
+            } else {
+                None
+            };
+            if let Some(victim) = victim.and_then(|at| self.order.remove(at)) {
+                self.remove(&victim);
             }
-            self.order.push_back(thread.thread);
+            *self.shelved.entry(thread.shelf).or_default() += 1;
         }
+        self.order.push_back(thread.thread);
         let entry = self.threads.entry(thread.thread).or_insert_with(|| Thread {
             summary: ThreadSummary {
                 id: thread.id.clone(),
@@ -80,6 +98,18 @@ impl ThreadBook {
             .push_back((thread.run_id.clone(), key.to_owned()));
         if entry.runs.len() > RUNS_PER_THREAD {
             entry.runs.pop_front();
+        }
+    }
+
+    fn remove(&mut self, thread: &ThreadRef) {
+        let Some(gone) = self.threads.remove(thread) else {
+            return;
+        };
+        if let Some(count) = self.shelved.get_mut(&gone.shelf) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                self.shelved.remove(&gone.shelf);
+            }
         }
     }
 
@@ -181,9 +211,27 @@ mod tests {
                 .collect::<Vec<_>>(),
             ["t1"]
         );
-        for n in 0..MAX_THREADS + 5 {
+        // One caller's flood pushes out only that caller's own threads,
+        // the least recently run first.
+        let carol = run("carol", "c", "r").shelf;
+        for n in 0..MAX_LISTED + 5 {
             book.opened(&run("carol", &format!("c{n}"), "r"), "k");
+            if n == MAX_LISTED - 1 {
+                book.opened(&run("carol", "c0", "r"), "k");
+            }
+        }
+        let listed = book.list(&carol);
+        assert_eq!(listed.len(), MAX_LISTED);
+        assert!(listed.iter().any(|t| t.id == "c0"));
+        assert!(!listed.iter().any(|t| t.id == "c1"));
+        assert_eq!(book.list(&t1.shelf).len(), 1);
+        // Many callers: the book holds `MAX_THREADS` in all.
+        for caller in 0..=MAX_THREADS / MAX_LISTED {
+            for n in 0..MAX_LISTED {
+                book.opened(&run(&format!("u{caller}"), &format!("u{n}"), "r"), "k");
+            }
         }
         assert_eq!(book.threads.len(), MAX_THREADS);
+        assert_eq!(book.shelved.values().sum::<usize>(), MAX_THREADS);
     }
 }

@@ -267,6 +267,9 @@ impl RelayState {
         if let Some(log) = &run.log {
             log.set_stopper(stop.clone());
         }
+        if let Some(shared) = &shared {
+            shared.stop_with(stop.clone());
+        }
         RelayState {
             stop: Box::pin(stop.cancelled_owned()),
             timer: Box::pin(tokio::time::sleep_until(first_deadline.into())),

@@ -2,14 +2,15 @@
 //! before any client has it, with the converter input that produced it, so
 //! that another replica can follow the run and, when this one dies, rebuild
 //! the converter and take the run over. The lease says who holds the run;
-//! a task renews it while the run lives.
+//! a task renews it while the run lives, and hands on a stop a client
+//! asked for on another replica (`RedisJournal::request_stop`).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::journal::redis::{Appended, Chunk, RENEW_EVERY, RedisJournal, RunSpec};
+use crate::journal::redis::{Appended, Chunk, RENEW_EVERY, RedisJournal, Renewal, RunSpec};
 use crate::journal::{InputOp, RunIdentity, ThreadRef};
 
 pub(super) struct RedisRun {
@@ -32,6 +33,8 @@ pub(super) struct RedisRun {
     /// The run's thread (which keeps its tasks).
     thread: Option<ThreadRef>,
     lease_lost: Arc<AtomicBool>,
+    /// The run's stop signal, once the relay has one.
+    stopper: Arc<OnceLock<CancellationToken>>,
     /// Stops the renewal when the run is dropped.
     _renewal: DropGuard,
 }
@@ -64,12 +67,14 @@ impl RedisRun {
     ) -> RedisRun {
         let stop = CancellationToken::new();
         let lease_lost = Arc::new(AtomicBool::new(false));
+        let stopper = Arc::new(OnceLock::new());
         tokio::spawn(renew(
             journal.clone(),
             key.to_owned(),
             thread,
             stop.clone(),
             lease_lost.clone(),
+            stopper.clone(),
         ));
         RedisRun {
             journal,
@@ -83,8 +88,15 @@ impl RedisRun {
             task: None,
             thread,
             lease_lost,
+            stopper,
             _renewal: stop.drop_guard(),
         }
+    }
+
+    /// The run's stop signal: cancelled when a client asks, on another
+    /// replica, that the run stop.
+    pub(super) fn stop_with(&self, stop: CancellationToken) {
+        let _ = self.stopper.set(stop);
     }
 
     /// The agent named the run's task: recorded with the next write.
@@ -205,13 +217,15 @@ impl RedisRun {
     }
 }
 
-/// Renews the lease until `stop` (the run ended), or until it is lost.
+/// Renews the lease until `stop` (the run ended), or until it is lost;
+/// a stop asked elsewhere cancels the run's stop signal.
 async fn renew(
     journal: Arc<RedisJournal>,
     key: String,
     thread: Option<ThreadRef>,
     stop: CancellationToken,
     lost: Arc<AtomicBool>,
+    stopper: Arc<OnceLock<CancellationToken>>,
 ) {
     loop {
         tokio::select! {
@@ -219,8 +233,13 @@ async fn renew(
             () = tokio::time::sleep(RENEW_EVERY) => {}
         }
         match journal.renew(&key, thread.as_ref()).await {
-            Ok(true) => {}
-            Ok(false) => {
+            Ok(Renewal::Held) => {}
+            Ok(Renewal::StopAsked) => {
+                if let Some(stopper) = stopper.get() {
+                    stopper.cancel();
+                }
+            }
+            Ok(Renewal::Lost) => {
                 lost.store(true, Ordering::Relaxed);
                 return;
             }

@@ -34,7 +34,7 @@ use crate::upstream::Agent;
 use crate::upstream::outbound::Forwarded;
 
 /// A thread or run id longer than this names nothing the gateway keeps.
-const MAX_ID_BYTES: usize = 1024;
+pub const MAX_ID_BYTES: usize = 1024;
 
 /// A run as this replica finds it.
 pub enum Found {
@@ -164,11 +164,13 @@ pub async fn connect(
 pub enum Stopped {
     /// The thread has no such run, or it has ended.
     NoRun,
-    /// Another replica runs it and the agent has not named its task yet:
-    /// nothing can stop it from here.
+    /// Another replica runs it, the agent has not named its task yet and
+    /// the stop could not be passed on (Redis failed): nothing can stop it
+    /// from here.
     NotYetNamed,
-    /// The run ends now (this replica relays it) or as the agent reports
-    /// its cancel; `task` is the task cancelled.
+    /// The run ends now (this replica relays it), within the lease's
+    /// renewal period (another does), or as the agent reports its cancel;
+    /// `task` is the task cancelled.
     Stopping { task: Option<String> },
 }
 
@@ -184,7 +186,7 @@ pub async fn stop_thread(
     run_id: Option<&str>,
     forwarded: &Forwarded,
 ) -> Stopped {
-    let (task, stopped_here) = match thread_run(state, thread, run_id).await {
+    let (task, stopping) = match thread_run(state, thread, run_id).await {
         None => return Stopped::NoRun,
         Some(Found::Here(log)) => {
             if log.is_finished() {
@@ -192,11 +194,16 @@ pub async fn stop_thread(
             }
             (log.task(), log.request_stop())
         }
-        Some(Found::Elsewhere(_, run)) => {
+        Some(Found::Elsewhere(shared, run)) => {
             if run.done {
                 return Stopped::NoRun;
             }
-            (run.task, false)
+            // The replica relaying it ends it when it next renews its lease.
+            let asked = shared.request_stop(&run.key).await.unwrap_or_else(|err| {
+                tracing::warn!("asking another replica to stop a run failed: {err}");
+                false
+            });
+            (run.task, asked)
         }
     };
     match task {
@@ -204,7 +211,7 @@ pub async fn stop_thread(
             relay::send_cancel(agent, forwarded, &task).await;
             Stopped::Stopping { task: Some(task) }
         }
-        None if stopped_here => Stopped::Stopping { task: None },
+        None if stopping => Stopped::Stopping { task: None },
         None => Stopped::NotYetNamed,
     }
 }

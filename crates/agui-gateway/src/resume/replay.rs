@@ -21,6 +21,7 @@
 //!   the agent answers, per call and in all, like an event.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use a2a_agui::{MessageFold, SseParser};
 use axum::body::{Body, Bytes};
@@ -45,6 +46,9 @@ const MAX_MESSAGES: usize = a2a_agui::MAX_MESSAGES;
 const MAX_SNAPSHOT_BYTES: usize = 16 << 20;
 /// `ListTasks` pages read at most (100 tasks each).
 const MAX_PAGES: usize = 5;
+/// How long the agent may take to give a thread's tasks, all calls
+/// together; what came in time is shown.
+const AGENT_DEADLINE: Duration = Duration::from_secs(10);
 
 /// What a connect answers when the thread has nothing to show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,32 +107,39 @@ pub async fn replay(
     let head = futures::stream::iter([Ok(Bytes::from(frames))]);
     Ok(match live {
         None => relay::sse_response(Body::from_stream(head)),
-        Some(found) => {
-            let live = follow_stream(state, found, 0).await?;
-            relay::sse_response(Body::from_stream(head.chain(live)))
-        }
+        Some(found) => match follow_stream(state, found, 0).await {
+            Ok(live) => relay::sse_response(Body::from_stream(head.chain(live))),
+            // The live run outgrew what the journal keeps of it: the
+            // snapshot still stands, the run is not joined.
+            Err(err) => {
+                tracing::debug!("a thread's live run cannot be followed from its start: {err:?}");
+                relay::sse_response(Body::from_stream(head))
+            }
+        },
     })
 }
 
 /// The thread's messages (oldest first) and its live run. Also what a
 /// thread's messages route lists.
 pub async fn conversation(state: &AppHandle, ask: &ThreadAsk<'_>) -> (Vec<Value>, Option<Found>) {
-    let mut conversation = Conversation::default();
-    let (kept, live) = from_journal(state, &ask.thread, &mut conversation).await;
-    if !kept {
-        from_agent(state, ask, &mut conversation).await;
-    }
+    let (kept, live) = from_journal(state, &ask.thread).await;
+    let conversation = match kept {
+        Some(conversation) => conversation,
+        None => from_agent(state, ask).await,
+    };
     (conversation.messages, live)
 }
 
 /// The thread's runs the journal keeps, oldest first: the shared journal's
-/// when there is one (it has every replica's), else this replica's. False
-/// when it keeps none.
+/// when there is one (it has every replica's), else this replica's; `None`
+/// when it keeps none, or no longer all of a finished run's frames (the
+/// agent then tells the whole thread, rather than the journal a part).
+/// The live run, if any, either way.
 async fn from_journal(
     state: &AppState,
     thread: &ThreadRef,
-    conversation: &mut Conversation,
-) -> (bool, Option<Found>) {
+) -> (Option<Conversation>, Option<Found>) {
+    let mut conversation = Conversation::default();
     let found: Vec<Found> = match &state.redis {
         Some(shared) => {
             let keys = shared
@@ -156,43 +167,57 @@ async fn from_journal(
             .collect(),
     };
     let Some(last) = found.len().checked_sub(1) else {
-        return (false, None);
+        return (None, None);
     };
     let mut live = None;
+    let mut whole = true;
     for (n, run) in found.into_iter().enumerate() {
         match &run {
             Found::Here(log) => {
-                if let Some(thread) = &log.identity().thread {
-                    conversation.input(&thread.input);
+                match &log.identity().thread {
+                    Some(thread) if !thread.input.is_empty() => conversation.input(&thread.input),
+                    _ => whole = false,
                 }
                 if n == last && !log.is_finished() {
                     live = Some(run);
-                } else if let Ok(slice) = log.read_after(0) {
-                    conversation.run(slice.frames.iter().map(|b| &b[..]));
+                } else {
+                    let read = log.read_after(0).ok();
+                    whole &= read.is_some_and(|slice| {
+                        conversation.run(log.key(), slice.frames.iter().map(|b| &b[..]))
+                    });
                 }
             }
             Found::Elsewhere(shared, remote) => {
-                if let Ok(Some(input)) = shared.run_input(&remote.key).await {
-                    conversation.input(&input);
+                match shared.run_input(&remote.key).await {
+                    Ok(Some(input)) if !input.is_empty() => conversation.input(&input),
+                    _ => whole = false,
                 }
                 if n == last && !remote.done {
                     live = Some(run);
-                } else if let Ok(entries) = shared.all_entries(&remote.key).await {
-                    conversation.run(entries.iter().map(|e| &e.out[..]));
+                } else {
+                    let read = shared.all_entries(&remote.key).await.ok();
+                    whole &= read.is_some_and(|entries| {
+                        conversation.run(&remote.key, entries.iter().map(|e| &e.out[..]))
+                    });
                 }
             }
         }
     }
-    (true, live)
+    (whole.then_some(conversation), live)
 }
 
-/// The thread from the agent's stored tasks.
-async fn from_agent(state: &AppState, ask: &ThreadAsk<'_>, conversation: &mut Conversation) {
+/// The thread from the agent's stored tasks: those a message the gateway
+/// sent for this caller's thread started, listed (1.0), else each task
+/// recorded for the thread (`GetTask`); within `AGENT_DEADLINE`.
+async fn from_agent(state: &AppState, ask: &ThreadAsk<'_>) -> Conversation {
     let limit = state.config.limits.max_event_bytes;
+    let deadline = tokio::time::Instant::now() + AGENT_DEADLINE;
     let agent = ask.agent;
+    let owner = ask.thread.owner_tag();
     let mut tasks = Vec::new();
     if agent.endpoint().await.1 == A2aVersion::V10 {
-        tasks = listed(agent, ask.forwarded, ask.thread_id, limit).await;
+        tasks = listed(agent, ask.forwarded, ask.thread_id, limit, deadline).await;
+        tasks.retain(|task| started_by(task, &owner));
     }
     if tasks.is_empty() {
         let recorded = match &state.redis {
@@ -206,7 +231,11 @@ async fn from_agent(state: &AppState, ask: &ThreadAsk<'_>, conversation: &mut Co
         let mut budget = MAX_SNAPSHOT_BYTES;
         for task in recorded {
             let call = outbound::task_call(agent, ask.forwarded, TaskCall::Get, &task).await;
-            let Some(answer) = call.answer(agent, limit.min(budget)).await else {
+            let answer = call.answer(agent, limit.min(budget));
+            let Ok(answer) = tokio::time::timeout_at(deadline, answer).await else {
+                break;
+            };
+            let Some(answer) = answer else {
                 continue;
             };
             budget = budget.saturating_sub(answer.len());
@@ -214,23 +243,31 @@ async fn from_agent(state: &AppState, ask: &ThreadAsk<'_>, conversation: &mut Co
                 tasks.push(task);
             }
         }
+        tasks.retain(|task| started_by(task, &owner));
     }
-    let owner = ask.thread.owner_tag();
-    tasks.retain(|task| started_by(task, &owner));
+    let mut conversation = Conversation::default();
     for message in a2a_agui::thread_messages(&tasks) {
         conversation.push(serde_json::to_value(message).unwrap_or_default());
     }
+    conversation
 }
 
 /// A 1.0 agent's tasks in a context, oldest first (it lists the newest
 /// first).
-async fn listed(agent: &Agent, forwarded: &Forwarded, context: &str, limit: usize) -> Vec<Value> {
+async fn listed(
+    agent: &Agent,
+    forwarded: &Forwarded,
+    context: &str,
+    limit: usize,
+    deadline: tokio::time::Instant,
+) -> Vec<Value> {
     let mut tasks = Vec::new();
     let mut page_token = String::new();
     let mut budget = MAX_SNAPSHOT_BYTES;
     for _ in 0..MAX_PAGES {
         let call = outbound::list_tasks(agent, forwarded, Some(context), &page_token).await;
-        let Some(answer) = call.answer(agent, limit.min(budget)).await else {
+        let answer = call.answer(agent, limit.min(budget));
+        let Ok(Some(answer)) = tokio::time::timeout_at(deadline, answer).await else {
             break;
         };
         budget = budget.saturating_sub(answer.len());
@@ -259,7 +296,7 @@ pub(super) fn started_by(task: &Value, owner: &str) -> bool {
         .flatten()
         .chain(status)
         .filter_map(|message| message.get("messageId").and_then(Value::as_str))
-        .any(|id| id.starts_with("agui-") && id.ends_with(owner))
+        .any(|id| ThreadRef::is_sent(id, owner))
 }
 
 /// A JSON-RPC answer's result (an error answer has none).
@@ -289,22 +326,34 @@ impl Conversation {
         }
     }
 
-    /// The messages a run's frames (`data:` JSON events) made.
-    fn run<'a>(&mut self, chunks: impl Iterator<Item = &'a [u8]>) {
-        let mut fold = MessageFold::default();
+    /// The messages run `key`'s frames (`data:` JSON events) made; false
+    /// when they are not AG-UI (an agent whose format is Hector's named
+    /// events), which this cannot read.
+    fn run<'a>(&mut self, key: &str, chunks: impl Iterator<Item = &'a [u8]>) -> bool {
+        let mut fold = MessageFold::for_run(key);
         let mut parser = SseParser::new(MAX_SNAPSHOT_BYTES);
-        let mut each = |event: a2a_agui::SseEvent<'_>| {
-            if let Ok(event) = serde_json::from_slice::<Value>(event.data) {
-                fold.event_json(&event);
+        let mut agui = true;
+        let mut each = |event: a2a_agui::SseEvent<'_>| match event.name {
+            // The inspector's tap: the A2A event the next frames came from.
+            Some("a2a") => {}
+            Some(_) => agui = false,
+            None => {
+                if let Ok(event) = serde_json::from_slice::<Value>(event.data) {
+                    fold.event_json(&event);
+                }
             }
         };
         for chunk in chunks {
             let _ = parser.feed(chunk, &mut each);
         }
         let _ = parser.finish(&mut each);
+        if !agui {
+            return false;
+        }
         for message in fold.into_messages() {
             self.push(serde_json::to_value(message).unwrap_or_default());
         }
+        true
     }
 
     /// A message: one already held under its id is replaced where it is
@@ -342,14 +391,20 @@ mod tests {
     fn a_conversation_merges_inputs_and_runs_by_id_in_order() {
         let mut conversation = Conversation::default();
         conversation.input(br#"[{"id":"u1","role":"user","content":"hi"}]"#);
-        conversation.run(
+        assert!(conversation.run(
+            "k",
             [
                 &b"id: k.1\ndata: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n"[..],
                 b"data: {\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m1\",\"role\":\"assistant\"}\n\ndata: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"hel",
                 b"lo\"}\n\n",
             ]
             .into_iter(),
-        );
+        ));
+        // Hector's named events are not AG-UI: that run cannot be read.
+        assert!(!conversation.run(
+            "h",
+            [&b"event: message_start\ndata: {\"messageId\":\"x\"}\n\n"[..]].into_iter()
+        ));
         // The next run's input holds the whole thread again, and more.
         conversation.input(
             br#"[{"id":"u1","role":"user","content":"hi"},{"id":"m1","role":"assistant","content":"hello"},{"id":"u2","role":"user","content":"again"},{"role":"user"}]"#,

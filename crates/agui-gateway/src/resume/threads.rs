@@ -2,15 +2,17 @@
 //! journal records (the shared journal's when there is one), and, for an
 //! A2A 1.0 agent, the contexts of the tasks it lists for the caller that a
 //! message the gateway sent for this caller's thread started
-//! (`ThreadRef::owner_tag`): a thread is listed after a restart too.
+//! (`ThreadRef::owner_tag`): a thread is listed after a restart too. A
+//! caller with no identity gets no list.
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::MAX_ID_BYTES;
 use super::replay::{result, started_by};
 use crate::config::A2aVersion;
-use crate::journal::{CallerDigest, Shelf, ThreadRef, ThreadSummary};
+use crate::journal::{CallerDigest, MAX_LISTED, Shelf, ThreadRef, ThreadSummary};
 use crate::state::AppState;
 use crate::upstream::Agent;
 use crate::upstream::outbound::{self, Forwarded};
@@ -22,6 +24,11 @@ pub async fn threads(
     caller: &CallerDigest,
     forwarded: &Forwarded,
 ) -> Vec<ThreadSummary> {
+    // Anonymous callers are all one caller: a list would show each of
+    // them everyone's thread ids, which are the keys to the threads.
+    if caller.is_anonymous() {
+        return Vec::new();
+    }
     let shelf = Shelf::new(agent.name(), caller);
     let mut listed = match &state.redis {
         Some(shared) => shared.threads(&shelf).await.unwrap_or_else(|err| {
@@ -45,6 +52,7 @@ pub async fn threads(
             }
         }
         listed.sort_by(|a, b| b.updated_ms.cmp(&a.updated_ms).then(a.id.cmp(&b.id)));
+        listed.truncate(MAX_LISTED);
     }
     listed
 }
@@ -76,7 +84,7 @@ async fn from_agent(
             continue;
         };
         let owner = ThreadRef::new(agent.name(), caller, context).owner_tag();
-        if context.len() > 1024 || !started_by(task, &owner) {
+        if context.len() > MAX_ID_BYTES || !started_by(task, &owner) {
             continue;
         }
         let at = task
@@ -98,15 +106,17 @@ async fn from_agent(
 }
 
 /// An RFC 3339 timestamp (`2026-11-25T10:00:00.123456+00:00`, `…Z`) as
-/// milliseconds since the epoch; its offset honoured.
+/// milliseconds since the epoch; its offset honoured. Every field is held
+/// to its range (the agent writes it), so the arithmetic cannot overflow.
 fn unix_ms_of(text: &str) -> Option<u64> {
     let number = |s: &str| s.parse::<i64>().ok();
+    let ranged = |s: &str, most: i64| number(s).filter(|n| (0..=most).contains(n));
     let (date, time) = text.split_once(['T', 't', ' '])?;
     let mut ymd = date.splitn(3, '-');
     let (year, month, day) = (
-        number(ymd.next()?)?,
-        number(ymd.next()?)?,
-        number(ymd.next()?)?,
+        ranged(ymd.next()?, 9999)?,
+        ranged(ymd.next()?, 12)?.max(1),
+        ranged(ymd.next()?, 31)?.max(1),
     );
     let (clock, offset_secs) = match time.find(['Z', 'z', '+', '-']) {
         Some(at) => {
@@ -115,7 +125,7 @@ fn unix_ms_of(text: &str) -> Option<u64> {
                 b'Z' | b'z' => 0,
                 sign => {
                     let (h, m) = zone[1..].split_once(':').unwrap_or((&zone[1..], "0"));
-                    let secs = number(h)? * 3600 + number(m)? * 60;
+                    let secs = ranged(h, 23)? * 3600 + ranged(m, 59)? * 60;
                     if sign == b'-' { -secs } else { secs }
                 }
             };
@@ -124,7 +134,7 @@ fn unix_ms_of(text: &str) -> Option<u64> {
         None => (time, 0),
     };
     let mut hms = clock.splitn(3, ':');
-    let (hour, minute) = (number(hms.next()?)?, number(hms.next()?)?);
+    let (hour, minute) = (ranged(hms.next()?, 23)?, ranged(hms.next()?, 59)?);
     let seconds = hms.next().unwrap_or("0");
     let (whole, fraction) = seconds.split_once('.').unwrap_or((seconds, ""));
     let millis = format!("{fraction:0<3}")
@@ -139,7 +149,7 @@ fn unix_ms_of(text: &str) -> Option<u64> {
     let doy = (153 * mp + 2) / 5 + day - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + hour * 3600 + minute * 60 + number(whole)? - offset_secs;
+    let secs = days * 86_400 + hour * 3600 + minute * 60 + ranged(whole, 60)? - offset_secs;
     u64::try_from(secs * 1000 + millis).ok()
 }
 
@@ -159,7 +169,15 @@ mod tests {
             Some(1_795_564_800_000)
         );
         assert_eq!(unix_ms_of("2000-02-29T00:00:00Z"), Some(951_782_400_000));
-        for bad in ["", "yesterday", "2026-11-25", "2026-xx-25T00:00:00Z"] {
+        for bad in [
+            "",
+            "yesterday",
+            "2026-11-25",
+            "2026-xx-25T00:00:00Z",
+            "9223372036854775807-01-01T00:00:00Z",
+            "2026-01-01T00:00:00+9999999999999:00",
+            "2026-01-01T99999999999999:00:00Z",
+        ] {
             assert_eq!(unix_ms_of(bad), None, "{bad:?}");
         }
     }

@@ -182,7 +182,10 @@ pub fn task_request(
 /// artifacts included, or of every task the caller may see, without
 /// (the newest first, as the agent sorts them).
 pub fn list_tasks_request(context_id: Option<&str>, page_token: &str, rpc_id: &str) -> Value {
-    let mut params = json!({ "pageSize": 100, "includeArtifacts": context_id.is_some() });
+    // The history is what shows whose a task is (the gateway's message
+    // ids): asked for explicitly, as an agent's default may be none.
+    let mut params = json!({ "pageSize": 100, "historyLength": 1000,
+                             "includeArtifacts": context_id.is_some() });
     if let Some(context) = context_id {
         params["contextId"] = json!(context);
     }

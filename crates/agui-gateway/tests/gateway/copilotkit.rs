@@ -11,9 +11,14 @@ use serde_json::{Value, json};
 
 use crate::support::{Process, agent, client, gateway_for, repo_root};
 
-/// One phase of the harness (one page load); its report line.
+/// Who the main test's caller is (authentication is off: its credential
+/// header is its identity), and another caller.
+const ALICE: &str = "Authorization: Bearer alice";
+const BOB: &str = "Authorization: Bearer bob";
+
+/// One phase of the harness (one page load) as Alice; its report line.
 async fn core(gw: &Process, transport: &str, thread: &str, phase: &str, text: &str) -> Value {
-    core_with(gw, transport, thread, phase, text, &[]).await
+    core_with(gw, transport, thread, phase, text, &["--header", ALICE]).await
 }
 
 /// [`core`] with more options for the harness (`--tool get_weather`).
@@ -129,14 +134,16 @@ async fn copilotkit_core_runs_restores_stops_and_lists_threads_with_no_runtime_b
         assert_eq!(state, "TASK_STATE_CANCELED");
 
         // The caller's threads, newest first: the long one and the first.
-        let listed: Value = client()
-            .get(format!("{}/copilotkit/threads?agentId=default", gw.url()))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let threads = |who: Option<&'static str>| {
+            let mut request =
+                client().get(format!("{}/copilotkit/threads?agentId=default", gw.url()));
+            if let Some(who) = who {
+                request =
+                    request.header("Authorization", who.trim_start_matches("Authorization: "));
+            }
+            async move { request.send().await.unwrap().json::<Value>().await.unwrap() }
+        };
+        let listed = threads(Some(ALICE)).await;
         let ids: Vec<&str> = listed["threads"]
             .as_array()
             .unwrap()
@@ -148,6 +155,55 @@ async fn copilotkit_core_runs_restores_stops_and_lists_threads_with_no_runtime_b
             "{listed}"
         );
         assert_eq!(ids[0], long, "{listed}");
+
+        // The thread's messages, as the runtime's route gives them (a
+        // call as `{id, name, args}`).
+        let messages = |who: &'static str| {
+            let request = client()
+                .get(format!(
+                    "{}/copilotkit/threads/{thread}/messages?agentId=default",
+                    gw.url()
+                ))
+                .header("Authorization", who.trim_start_matches("Authorization: "));
+            async move { request.send().await.unwrap().json::<Value>().await.unwrap() }
+        };
+        let mine = messages(ALICE).await;
+        assert_eq!(
+            mine["messages"].as_array().map(Vec::len),
+            conversation.as_array().map(Vec::len),
+            "{mine}"
+        );
+        let call = mine["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|m| m["toolCalls"].get(0))
+            .unwrap_or_else(|| panic!("{mine}"));
+        assert_eq!(call["name"], "web_search", "{mine}");
+        assert_eq!(call["args"], "{\"query\":\"weather\"}", "{mine}");
+
+        // Another caller, who knows the thread id, gets none of it: no
+        // replay, no messages, no list entry. An anonymous caller
+        // (no identity: all anonymous callers are one) gets no list.
+        let bob = core_with(&gw, transport, &thread, "restore", "", &["--header", BOB]).await;
+        assert_eq!(bob["messages"], json!([]), "{bob}");
+        assert_eq!(bob["info"]["threadList"], true, "{bob}");
+        let listed = threads(Some(BOB)).await;
+        assert!(!listed.to_string().contains(&thread), "{listed}");
+        let theirs = messages(BOB).await;
+        assert_eq!(theirs["messages"], json!([]), "{theirs}");
+
+        assert_eq!(threads(None).await["threads"], json!([]));
+        let anonymous = core_with(
+            &gw,
+            transport,
+            &format!("{thread}-anon"),
+            "restore",
+            "",
+            &[],
+        )
+        .await;
+        assert_eq!(anonymous["info"]["threadList"], false, "{anonymous}");
     }
 }
 
@@ -155,6 +211,7 @@ async fn copilotkit_core_runs_restores_stops_and_lists_threads_with_no_runtime_b
 async fn a_frontend_tools_round_trip_is_restored_from_the_journal_and_from_the_agent() {
     let agent = agent("input");
     let gw = gateway_for(&agent.url(), &[]);
+    // An anonymous caller (no credential header): its thread id is its key.
     let tool = ["--tool", "get_weather"];
     let turn = core_with(&gw, "rest", "ck-tool", "turn", "clienttool", &tool).await;
     let conversation = turn["messages"].clone();
@@ -169,14 +226,14 @@ async fn a_frontend_tools_round_trip_is_restored_from_the_journal_and_from_the_a
         ]),
         "{turn}"
     );
-    let reload = core(&gw, "rest", "ck-tool", "restore", "").await;
+    let reload = core_with(&gw, "rest", "ck-tool", "restore", "", &[]).await;
     assert_eq!(reload["messages"], conversation, "{reload}");
     assert_eq!(reload["again"], conversation, "{reload}");
     // From the agent: the tool's result is the user's A2A message that
     // carried it back.
     drop(gw);
     let gw = gateway_for(&agent.url(), &[]);
-    let reload = core(&gw, "single", "ck-tool", "restore", "").await;
+    let reload = core_with(&gw, "single", "ck-tool", "restore", "", &[]).await;
     assert_eq!(reload["messages"], conversation, "{reload}");
     assert_eq!(reload["again"], conversation, "{reload}");
 }

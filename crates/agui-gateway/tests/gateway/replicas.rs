@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use crate::resume::{assert_thread_replay, frames, last_id, post, read_then_cut, run_input};
 use crate::support::{
-    Process, agent, agui_events, assert_valid_run, gateway_for, metrics_of, received_by,
-    redis_server, text_of,
+    Process, agent, agui_events, assert_valid_run, client, fake_upstream, gateway_for, metrics_of,
+    received_by, redis_server, text_of,
 };
 
 async fn post_agui(gw: &Process, body: &Value, last_event_id: Option<&str>) -> reqwest::Response {
@@ -212,6 +212,66 @@ async fn a_run_taken_over_after_its_task_ended_delivers_the_rest_once() {
         assert_eq!(runs, 1, "{received:?}");
     }
     drop(redis);
+}
+
+/// A stop sent to replica B ends the run A relays within two seconds,
+/// although the agent (a fake that ignores cancels) streams on: B asks
+/// through Redis, A reads it when it next renews the run's lease.
+#[tokio::test]
+async fn a_stop_on_another_replica_ends_the_run_within_two_seconds() {
+    let redis = redis_server();
+    let journal = format!("redis://127.0.0.1:{}/", redis.port);
+    let (addr, fake) = fake_upstream().await;
+    let upstream = format!("http://{addr}/");
+    let replica = |id: &str| gateway_for(&upstream, &["--journal", &journal, "--gateway-id", id]);
+    let (a, b) = (replica("gw-a"), replica("gw-b"));
+    let response = client()
+        .post(format!("{}/agui", a.url()))
+        .header("X-Fake", "endless")
+        .json(&run_input("replicas-stop", "go on"))
+        .send()
+        .await
+        .unwrap();
+    let mut body = response.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("TEXT_MESSAGE_CONTENT") {
+        seen.push_str(std::str::from_utf8(&body.next().await.unwrap().unwrap()).unwrap());
+    }
+    let stop = post(
+        &format!("{}/agui/stop", b.url()),
+        &json!({ "threadId": "replicas-stop" }),
+        None,
+    )
+    .await;
+    assert_eq!(stop.status(), 202);
+    let started = Instant::now();
+    let rest = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(chunk) = body.next().await {
+            seen.push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
+        }
+    })
+    .await;
+    assert!(rest.is_ok(), "the run went on: {seen}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    let events = agui_events(&seen);
+    assert_eq!(
+        assert_valid_run(&events)["result"]["state"],
+        "canceled",
+        "{seen}"
+    );
+    // B cancelled the task too; the fake went on streaming regardless.
+    assert!(
+        fake.log
+            .lock()
+            .unwrap()
+            .methods
+            .iter()
+            .any(|m| m == "tasks/cancel")
+    );
 }
 
 /// The shared journal's writes, against a real redis-server: only the

@@ -18,7 +18,8 @@
 //!   tasks its runs named; `threads:{shelf}` sorted set: a caller's
 //!   threads with an agent by last run (for a thread list). These outlive
 //!   the runs (`THREAD_TTL`): a replay then asks the agent for the tasks.
-//! - `run:{key}` also holds `input`: the run's input messages.
+//! - `run:{key}` also holds `input`: the run's input messages, and `stop`
+//!   once a client asked, on any replica, that the run stop.
 //!
 //! Redis holds the run's forwarded headers (the user's credentials, as
 //! the forwarding policy lets them through) for the length of the run plus
@@ -32,8 +33,10 @@ use redis::{AsyncConnectionConfig, Client, RedisError, Script, Value as RedisVal
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+mod threads;
+
 use super::threads::{MAX_LISTED, TASKS_PER_THREAD, unix_ms};
-use super::{JournalLimits, Owner, RunIdentity, Shelf, ThreadRef, ThreadSummary};
+use super::{JournalLimits, Owner, RunIdentity, Shelf, ThreadRef};
 
 const PREFIX: &str = "agui-gateway:";
 /// How long a lease holds without renewal.
@@ -106,6 +109,17 @@ pub struct RedisJournal {
     append: Script,
     renew: Script,
     release: Script,
+    stop: Script,
+}
+
+/// What a lease renewal found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renewal {
+    Held,
+    /// Held, and a client asked (on any replica) that the run stop.
+    StopAsked,
+    /// The lease is no longer this replica's.
+    Lost,
 }
 
 /// One chunk to append: frames `first..=last`.
@@ -207,10 +221,20 @@ impl RedisJournal {
             ),
             // Renew or release only a lease still ours (Redis 7.0 has no
             // compare-and-expire); the run's keys live on with it.
+            // KEYS[2] is the run's hash, whose `stop` a stop on any
+            // replica sets (`request_stop`).
             renew: Script::new(
                 "if redis.call('get', KEYS[1]) == ARGV[1] then \
                    redis.call('pexpire', KEYS[1], ARGV[2]) \
                    for i = 2, #KEYS do redis.call('pexpire', KEYS[i], ARGV[3]) end \
+                   if redis.call('hget', KEYS[2], 'stop') == '1' then return 2 end \
+                   return 1 \
+                 end return 0",
+            ),
+            // Only a run still going, whose hash exists (no key without a TTL).
+            stop: Script::new(
+                "if redis.call('exists', KEYS[1]) == 1 and redis.call('hget', KEYS[1], 'done') ~= '1' then \
+                   redis.call('hset', KEYS[1], 'stop', '1') \
                    return 1 \
                  end return 0",
             ),
@@ -365,9 +389,13 @@ impl RedisJournal {
         Ok(parse_entries(reply)?.first().map_or(0, |entry| entry.last))
     }
 
-    /// Keeps the lease (and the run's keys, its thread's list too);
-    /// false when it is no longer this replica's.
-    pub async fn renew(&self, key: &str, thread: Option<&ThreadRef>) -> Result<bool, SharedError> {
+    /// Keeps the lease (and the run's keys, its thread's list too), and
+    /// says whether a stop was asked.
+    pub async fn renew(
+        &self,
+        key: &str,
+        thread: Option<&ThreadRef>,
+    ) -> Result<Renewal, SharedError> {
         let mut invocation = self.renew.key(lease_key(key));
         invocation.key(run_key(key)).key(log_key(key));
         if let Some(thread) = thread {
@@ -379,7 +407,23 @@ impl RedisJournal {
             .arg(millis(LIVE_TTL))
             .invoke_async(&mut self.conn())
             .await?;
-        Ok(held == 1)
+        Ok(match held {
+            1 => Renewal::Held,
+            2 => Renewal::StopAsked,
+            _ => Renewal::Lost,
+        })
+    }
+
+    /// Asks the replica holding run `key` to stop it (it reads this when
+    /// it next renews the lease, within `RENEW_EVERY`); false when the run
+    /// is unknown or over.
+    pub async fn request_stop(&self, key: &str) -> Result<bool, SharedError> {
+        let asked: i64 = self
+            .stop
+            .key(run_key(key))
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(asked == 1)
     }
 
     pub async fn release(&self, key: &str) -> Result<(), SharedError> {
@@ -438,113 +482,6 @@ impl RedisJournal {
             done: fields.contains_key("done"),
             task: text("task").ok().map(str::to_owned),
         }))
-    }
-
-    /// A thread's run key: the one named, else the newest.
-    pub async fn thread_run(
-        &self,
-        thread: &ThreadRef,
-        run_id: Option<&str>,
-    ) -> Result<Option<String>, SharedError> {
-        Ok(self.thread_runs(thread, run_id).await?.pop())
-    }
-
-    /// The run keys of a thread (the one named, else all), oldest first.
-    pub async fn thread_runs(
-        &self,
-        thread: &ThreadRef,
-        run_id: Option<&str>,
-    ) -> Result<Vec<String>, SharedError> {
-        let runs: Vec<String> = redis::cmd("LRANGE")
-            .arg(thread_key(thread))
-            .arg(0)
-            .arg(RUNS_PER_THREAD - 1)
-            .query_async(&mut self.conn())
-            .await?;
-        Ok(runs
-            .iter()
-            .rev()
-            .filter_map(|entry| {
-                let (id, key) = entry.split_once('\t')?;
-                run_id
-                    .is_none_or(|wanted| wanted == id)
-                    .then(|| key.to_owned())
-            })
-            .collect())
-    }
-
-    /// A run's input messages, as recorded when it opened.
-    pub async fn run_input(&self, key: &str) -> Result<Option<Bytes>, SharedError> {
-        let input: Option<Vec<u8>> = redis::cmd("HGET")
-            .arg(run_key(key))
-            .arg("input")
-            .query_async(&mut self.conn())
-            .await?;
-        Ok(input.map(Bytes::from))
-    }
-
-    /// The run's agent named its task: its thread keeps it.
-    pub async fn note_thread_task(
-        &self,
-        thread: &ThreadRef,
-        task: &str,
-    ) -> Result<(), SharedError> {
-        let list = thread_tasks_key(thread);
-        redis::pipe()
-            .lrem(&list, 0, task)
-            .ignore()
-            .rpush(&list, task)
-            .ignore()
-            .ltrim(&list, -(TASKS_PER_THREAD as isize), -1)
-            .ignore()
-            .pexpire(&list, millis(THREAD_TTL) as i64)
-            .ignore()
-            .query_async::<()>(&mut self.conn())
-            .await?;
-        Ok(())
-    }
-
-    /// The A2A tasks a thread's runs named, oldest first.
-    pub async fn thread_tasks(&self, thread: &ThreadRef) -> Result<Vec<String>, SharedError> {
-        Ok(redis::cmd("LRANGE")
-            .arg(thread_tasks_key(thread))
-            .arg(0)
-            .arg(-1)
-            .query_async(&mut self.conn())
-            .await?)
-    }
-
-    /// A caller's threads with an agent, the latest to run first.
-    pub async fn threads(&self, shelf: &Shelf) -> Result<Vec<ThreadSummary>, SharedError> {
-        let refs: Vec<String> = redis::cmd("ZREVRANGE")
-            .arg(shelf_key(shelf))
-            .arg(0)
-            .arg(MAX_LISTED - 1)
-            .query_async(&mut self.conn())
-            .await?;
-        if refs.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut pipe = redis::pipe();
-        for hex in &refs {
-            pipe.cmd("HMGET")
-                .arg(format!("{PREFIX}thread:{hex}:info"))
-                .arg("id")
-                .arg("created")
-                .arg("updated");
-        }
-        let infos: Vec<(Option<String>, Option<u64>, Option<u64>)> =
-            pipe.query_async(&mut self.conn()).await?;
-        Ok(infos
-            .into_iter()
-            .filter_map(|(id, created, updated)| {
-                Some(ThreadSummary {
-                    id: id?,
-                    created_ms: created.unwrap_or_default(),
-                    updated_ms: updated.unwrap_or_default(),
-                })
-            })
-            .collect())
     }
 
     /// Entries after frame `after`'s entry id (exclusive), at most
