@@ -26,8 +26,13 @@ pub struct MemoryJournal {
 struct Shared {
     limits: JournalLimits,
     index: Mutex<Index>,
-    /// Frame bytes held by the runs in the index.
+    /// Bytes held by the runs in the index: their frames and their input
+    /// messages.
     bytes: AtomicUsize,
+    /// Of those, the input messages' (at most a quarter of `max_bytes`, so
+    /// that live runs' inputs, which cannot be evicted, never starve the
+    /// frames).
+    inputs: AtomicUsize,
 }
 
 struct Index {
@@ -94,12 +99,20 @@ impl MemoryJournal {
                     swept: Instant::now(),
                 }),
                 bytes: AtomicUsize::new(0),
+                inputs: AtomicUsize::new(0),
             }),
         }
     }
 
     /// A new run, with one listener (the client that started it).
-    pub fn open(&self, key: String, identity: RunIdentity) -> Arc<RunLog> {
+    pub fn open(&self, key: String, mut identity: RunIdentity) -> Arc<RunLog> {
+        if let Some(thread) = &mut identity.thread {
+            let held = self.shared.inputs.load(Ordering::Relaxed);
+            if held.saturating_add(thread.input.len()) > self.shared.limits.max_bytes / 4 {
+                // Not kept: the thread's replay asks the agent instead.
+                thread.input = Bytes::new();
+            }
+        }
         let log = RunLog::new(key.clone(), identity, Arc::downgrade(&self.shared));
         let Ok(mut index) = self.shared.index.lock() else {
             return log;
@@ -138,6 +151,9 @@ impl MemoryJournal {
         // from its start to its removal.
         self.shared
             .bytes
+            .fetch_add(log.input_bytes(), Ordering::Relaxed);
+        self.shared
+            .inputs
             .fetch_add(log.input_bytes(), Ordering::Relaxed);
         index.order.push_back(key.clone());
         index.runs.insert(key, log.clone());
@@ -192,7 +208,7 @@ impl MemoryJournal {
             .unwrap_or_default()
     }
 
-    /// Runs and frame bytes held (for metrics and tests).
+    /// Runs and bytes held (frames and input messages) (for metrics and tests).
     pub fn usage(&self) -> (usize, usize) {
         let runs = self.shared.index.lock().map_or(0, |index| index.runs.len());
         (runs, self.shared.bytes.load(Ordering::Relaxed))
@@ -209,6 +225,7 @@ impl Shared {
             index.threads.forget_run(&thread.thread, key);
         }
         self.bytes.fetch_sub(log.input_bytes(), Ordering::Relaxed);
+        self.inputs.fetch_sub(log.input_bytes(), Ordering::Relaxed);
         if let Ok(mut state) = log.state.lock() {
             if state.counted {
                 self.bytes.fetch_sub(state.bytes, Ordering::Relaxed);

@@ -245,15 +245,26 @@ pub struct RunBy {
 
 /// Whose threads a list shows: one agent's, for one caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Shelf([u8; 32]);
+pub struct Shelf {
+    digest: [u8; 32],
+    /// Every anonymous caller's: shared by all of them, listed to none.
+    anonymous: bool,
+}
 
 impl Shelf {
     pub fn new(agent: &str, caller: &CallerDigest) -> Shelf {
-        Shelf(digest(&[b"threads", agent.as_bytes(), &caller.digest]))
+        Shelf {
+            digest: digest(&[b"threads", agent.as_bytes(), &caller.digest]),
+            anonymous: caller.anonymous,
+        }
     }
 
     pub fn to_hex(&self) -> String {
-        hex(&self.0)
+        hex(&self.digest)
+    }
+
+    pub fn is_anonymous(&self) -> bool {
+        self.anonymous
     }
 }
 

@@ -6,7 +6,9 @@
 //!
 //! Bounded: `MAX_THREADS` threads, at most `MAX_LISTED` of one shelf (the
 //! one that ran least recently goes first: the shelf's own, when it is the
-//! shelf that is full, so that one caller cannot push out another's),
+//! shelf that is full, so that one caller cannot push out another's; the
+//! anonymous callers' shelf, everyone's without an identity, has only the
+//! book's bound),
 //! `RUNS_PER_THREAD` runs and `TASKS_PER_THREAD` tasks each.
 
 use std::collections::{HashMap, VecDeque};
@@ -64,7 +66,10 @@ impl ThreadBook {
         if self.threads.contains_key(&thread.thread) {
             self.order.retain(|t| *t != thread.thread);
         } else {
-            let full_shelf = self.shelved.get(&thread.shelf).copied().unwrap_or(0) >= MAX_LISTED;
+            // The anonymous shelf is everyone's without an identity: it
+            // has only the book's bound.
+            let full_shelf = !thread.shelf.is_anonymous()
+                && self.shelved.get(&thread.shelf).copied().unwrap_or(0) >= MAX_LISTED;
             let victim = if full_shelf {
                 let shelf = thread.shelf;
                 let threads = &self.threads;
@@ -225,6 +230,12 @@ mod tests {
         assert!(listed.iter().any(|t| t.id == "c0"));
         assert!(!listed.iter().any(|t| t.id == "c1"));
         assert_eq!(book.list(&t1.shelf).len(), 1);
+        // Anonymous callers share one shelf, which only the book bounds.
+        for n in 0..MAX_LISTED + 5 {
+            book.opened(&run("", &format!("a{n}"), "r"), "k");
+        }
+        assert_eq!(book.list(&run("", "a0", "r").shelf).len(), MAX_LISTED);
+        assert!(book.runs(&run("", "a0", "r").thread, None).len() == 1);
         // Many callers: the book holds `MAX_THREADS` in all.
         for caller in 0..=MAX_THREADS / MAX_LISTED {
             for n in 0..MAX_LISTED {

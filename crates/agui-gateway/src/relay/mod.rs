@@ -173,6 +173,9 @@ enum Broke {
 
 /// The largest encode buffer a worker thread keeps between steps.
 const SCRATCH_KEPT: usize = 64 * 1024;
+/// How long a client's stop waits for the agent to take its cancel before
+/// the run ends anyway (the cancel goes on).
+const CANCEL_WAIT: Duration = Duration::from_millis(500);
 
 thread_local! {
     /// Where a step's frames are encoded before they leave as one
@@ -329,6 +332,21 @@ impl RelayState {
     /// over. Any other run ends with `RUN_ERROR GATEWAY_SHUTTING_DOWN`.
     async fn stopping(&mut self) -> Option<Bytes> {
         if !self.run.shutdown.stop.is_cancelled() {
+            // The relay cancels the task, whichever replica the stop came
+            // to: it may have learned the task after the stop was asked.
+            // Waited for briefly, so the agent hears of it before the
+            // client sees the end; an agent slow to answer does not hold
+            // the stop up.
+            if let Some(task) = self.stream.converter().task_id() {
+                let (agent, forwarded, task) = (
+                    self.run.agent.clone(),
+                    self.run.forwarded.clone(),
+                    task.to_owned(),
+                );
+                let cancel =
+                    tokio::spawn(async move { send_cancel(&agent, &forwarded, &task).await });
+                let _ = tokio::time::timeout(CANCEL_WAIT, cancel).await;
+            }
             return Some(self.stopped_by_client());
         }
         if let Some(shared) = &mut self.shared

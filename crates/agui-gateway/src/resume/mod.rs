@@ -175,9 +175,11 @@ pub enum Stopped {
 }
 
 /// Stops a thread's run (the one named, else the latest): a run this
-/// replica relays ends at once (`RUN_FINISHED`, as a cancelled task), and
-/// its A2A task is cancelled with the request's headers as the policy
-/// forwards them. (A dropped connection is not a stop: the run goes on
+/// replica relays ends at once (`RUN_FINISHED`, as a cancelled task), one
+/// another replica relays when that replica next renews its lease; the
+/// relay cancels the A2A task. A run no relay can be told of (Redis
+/// failed) has its task cancelled from here, with this request's headers
+/// as the policy forwards them. (A dropped connection is not a stop: the run goes on
 /// for a reconnect.)
 pub async fn stop_thread(
     state: &AppHandle,
@@ -186,7 +188,8 @@ pub async fn stop_thread(
     run_id: Option<&str>,
     forwarded: &Forwarded,
 ) -> Stopped {
-    let (task, stopping) = match thread_run(state, thread, run_id).await {
+    // `handed`: the relay took the stop, and cancels the task itself.
+    let (task, handed) = match thread_run(state, thread, run_id).await {
         None => return Stopped::NoRun,
         Some(Found::Here(log)) => {
             if log.is_finished() {
@@ -206,20 +209,20 @@ pub async fn stop_thread(
             (run.task, asked)
         }
     };
-    match task {
-        Some(task) => {
+    match (task, handed) {
+        (task, true) => Stopped::Stopping { task },
+        (Some(task), false) => {
             relay::send_cancel(agent, forwarded, &task).await;
             Stopped::Stopping { task: Some(task) }
         }
-        None if stopping => Stopped::Stopping { task: None },
-        None => Stopped::NotYetNamed,
+        (None, false) => Stopped::NotYetNamed,
     }
 }
 
 /// `POST …/agui/stop` with the connect body: `stop_thread`; 202 while it
 /// stops, 204 when there is no such run or it has ended, 409
-/// `RUN_NOT_STOPPABLE` when another replica runs it and the agent has not
-/// named its task yet.
+/// `RUN_NOT_STOPPABLE` when another replica runs it, the stop could not be
+/// passed on (Redis failed) and the agent has not named its task yet.
 pub async fn stop(
     state: &AppHandle,
     agent: &Agent,

@@ -122,25 +122,46 @@ pub async fn replay(
 /// The thread's messages (oldest first) and its live run. Also what a
 /// thread's messages route lists.
 pub async fn conversation(state: &AppHandle, ask: &ThreadAsk<'_>) -> (Vec<Value>, Option<Found>) {
-    let (kept, live) = from_journal(state, &ask.thread).await;
-    let conversation = match kept {
-        Some(conversation) => conversation,
-        None => from_agent(state, ask).await,
+    let journaled = from_journal(state, &ask.thread).await;
+    if journaled.whole {
+        return (journaled.conversation.messages, journaled.live);
+    }
+    // The live run's task is followed live: the agent's copy of it would
+    // show its answer twice.
+    let live_task = journaled.live.as_ref().and_then(|run| match run {
+        Found::Here(log) => log.task(),
+        Found::Elsewhere(_, remote) => remote.task.clone(),
+    });
+    let told = from_agent(state, ask, live_task.as_deref()).await;
+    // An agent that tells nothing (a 0.3 agent whose tasks the gateway
+    // forgot, a timeout) leaves what the journal has.
+    let conversation = if told.messages.is_empty() {
+        journaled.conversation
+    } else {
+        told
     };
-    (conversation.messages, live)
+    (conversation.messages, journaled.live)
+}
+
+/// What the journal keeps of a thread.
+struct Journaled {
+    conversation: Conversation,
+    /// It has all the conversation: the newest run's input messages (the
+    /// client sends the whole thread each time) and, when that run has
+    /// ended, all its frames. False too when it keeps no run.
+    whole: bool,
+    live: Option<Found>,
 }
 
 /// The thread's runs the journal keeps, oldest first: the shared journal's
-/// when there is one (it has every replica's), else this replica's; `None`
-/// when it keeps none, or no longer all of a finished run's frames (the
-/// agent then tells the whole thread, rather than the journal a part).
-/// The live run, if any, either way.
-async fn from_journal(
-    state: &AppState,
-    thread: &ThreadRef,
-) -> (Option<Conversation>, Option<Found>) {
+/// when there is one (it has every replica's), else this replica's. An
+/// older run whose frames or input are gone adds what it still has; the
+/// newest decides whether the journal tells the whole thread.
+async fn from_journal(state: &AppState, thread: &ThreadRef) -> Journaled {
     let mut conversation = Conversation::default();
-    let found: Vec<Found> = match &state.redis {
+    // A run the thread lists but the journal cannot find (evicted, or no
+    // longer shared) is `None`.
+    let found: Vec<Option<Found>> = match &state.redis {
         Some(shared) => {
             let keys = shared
                 .thread_runs(thread, None)
@@ -151,9 +172,7 @@ async fn from_journal(
                 });
             let mut found = Vec::new();
             for key in keys {
-                if let Some(run) = find(state, &key).await {
-                    found.push(run);
-                }
+                found.push(find(state, &key).await);
             }
             found
         }
@@ -163,53 +182,72 @@ async fn from_journal(
             .map(|journal| journal.thread_runs(thread, None))
             .unwrap_or_default()
             .into_iter()
-            .map(Found::Here)
+            .map(|log| Some(Found::Here(log)))
             .collect(),
     };
     let Some(last) = found.len().checked_sub(1) else {
-        return (None, None);
+        return Journaled {
+            conversation,
+            whole: false,
+            live: None,
+        };
     };
     let mut live = None;
     let mut whole = true;
     for (n, run) in found.into_iter().enumerate() {
-        match &run {
+        let newest = n == last;
+        let Some(run) = run else {
+            whole &= !newest;
+            continue;
+        };
+        let (input, ended) = match &run {
             Found::Here(log) => {
-                match &log.identity().thread {
-                    Some(thread) if !thread.input.is_empty() => conversation.input(&thread.input),
-                    _ => whole = false,
-                }
-                if n == last && !log.is_finished() {
-                    live = Some(run);
-                } else {
-                    let read = log.read_after(0).ok();
-                    whole &= read.is_some_and(|slice| {
-                        conversation.run(log.key(), slice.frames.iter().map(|b| &b[..]))
-                    });
-                }
+                let input = log.identity().thread.as_ref().map(|t| t.input.clone());
+                (input.filter(|i| !i.is_empty()), log.is_finished())
             }
             Found::Elsewhere(shared, remote) => {
-                match shared.run_input(&remote.key).await {
-                    Ok(Some(input)) if !input.is_empty() => conversation.input(&input),
-                    _ => whole = false,
-                }
-                if n == last && !remote.done {
-                    live = Some(run);
-                } else {
-                    let read = shared.all_entries(&remote.key).await.ok();
-                    whole &= read.is_some_and(|entries| {
-                        conversation.run(&remote.key, entries.iter().map(|e| &e.out[..]))
-                    });
-                }
+                let input = shared.run_input(&remote.key).await.ok().flatten();
+                (input.filter(|i| !i.is_empty()), remote.done)
             }
+        };
+        match input {
+            Some(input) => conversation.input(&input),
+            None => whole &= !newest,
         }
+        if newest && !ended {
+            live = Some(run);
+            continue;
+        }
+        let read = match &run {
+            Found::Here(log) => log
+                .read_after(0)
+                .ok()
+                .map(|slice| conversation.run(log.key(), slice.frames.iter().map(|b| &b[..]))),
+            Found::Elsewhere(shared, remote) => {
+                let entries = shared.all_entries(&remote.key).await.ok();
+                entries.map(|entries| {
+                    conversation.run(&remote.key, entries.iter().map(|e| &e.out[..]))
+                })
+            }
+        };
+        whole &= !newest || read == Some(true);
     }
-    (whole.then_some(conversation), live)
+    Journaled {
+        conversation,
+        whole,
+        live,
+    }
 }
 
 /// The thread from the agent's stored tasks: those a message the gateway
 /// sent for this caller's thread started, listed (1.0), else each task
-/// recorded for the thread (`GetTask`); within `AGENT_DEADLINE`.
-async fn from_agent(state: &AppState, ask: &ThreadAsk<'_>) -> Conversation {
+/// recorded for the thread (`GetTask`); within `AGENT_DEADLINE`; less the
+/// live run's task.
+async fn from_agent(
+    state: &AppState,
+    ask: &ThreadAsk<'_>,
+    live_task: Option<&str>,
+) -> Conversation {
     let limit = state.config.limits.max_event_bytes;
     let deadline = tokio::time::Instant::now() + AGENT_DEADLINE;
     let agent = ask.agent;
@@ -245,6 +283,9 @@ async fn from_agent(state: &AppState, ask: &ThreadAsk<'_>) -> Conversation {
         }
         tasks.retain(|task| started_by(task, &owner));
     }
+    tasks.retain(|task| {
+        live_task.is_none_or(|live| task.get("id").and_then(Value::as_str) != Some(live))
+    });
     let mut conversation = Conversation::default();
     for message in a2a_agui::thread_messages(&tasks) {
         conversation.push(serde_json::to_value(message).unwrap_or_default());

@@ -214,11 +214,12 @@ async fn a_run_taken_over_after_its_task_ended_delivers_the_rest_once() {
     drop(redis);
 }
 
-/// A stop sent to replica B ends the run A relays within two seconds,
+/// A stop sent to replica B ends the run A relays within a lease renewal
+/// (1.5 s; 3 s allowed for a busy machine),
 /// although the agent (a fake that ignores cancels) streams on: B asks
 /// through Redis, A reads it when it next renews the run's lease.
 #[tokio::test]
-async fn a_stop_on_another_replica_ends_the_run_within_two_seconds() {
+async fn a_stop_on_another_replica_ends_the_run_within_a_lease_renewal() {
     let redis = redis_server();
     let journal = format!("redis://127.0.0.1:{}/", redis.port);
     let (addr, fake) = fake_upstream().await;
@@ -263,7 +264,7 @@ async fn a_stop_on_another_replica_ends_the_run_within_two_seconds() {
         "canceled",
         "{seen}"
     );
-    // B cancelled the task too; the fake went on streaming regardless.
+    // A cancelled the task too; the fake went on streaming regardless.
     assert!(
         fake.log
             .lock()
