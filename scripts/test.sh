@@ -49,6 +49,7 @@ frameworks_installed() {
 step "install: AG-UI clients and validator" tests/conformance/setup.sh
 step "install: real A2A agents" bash tests/agents/setup.sh
 step "install: CopilotKit runtime 1.75.0" bash tests/copilotkit/setup.sh
+step "install: OAuth2 authorization server (oidc-provider 9.13.3)" bash tests/authz/setup.sh
 # One apt-get update for both.
 step "install: redis-server (the shared journal) and chromium (the browser tests), Debian's" \
     bash scripts/apt-install.sh redis-server=redis-server chromium=chromium

@@ -3,6 +3,8 @@
 ``serve(build_app, host, port)`` binds the socket first (so ``--port 0`` is resolved before
 the app is built), runs uvicorn on it with the app's lifespan, prints exactly one line
 ``READY <port>`` once uvicorn accepts connections, and exits with status 0 on SIGTERM/SIGINT.
+With ``TLS_CERT`` (and ``TLS_KEY``) in the environment it serves HTTPS; with ``TLS_CLIENT_CA`` too,
+it requires a client certificate signed by that CA.
 """
 from __future__ import annotations
 
@@ -38,8 +40,16 @@ def serve(build_app: Callable[[str, int], Any], host: str, port: int, lifespan: 
     url_host = f'[{host}]' if family == socket.AF_INET6 else host
 
     app = build_app(url_host, actual_port)
+    # TLS_CERT / TLS_KEY serve HTTPS; TLS_CLIENT_CA also requires a client certificate signed by
+    # that CA (mutual TLS). The gateway's upstream TLS tests set them.
+    tls: dict[str, Any] = {}
+    if os.environ.get('TLS_CERT'):
+        import ssl
+        tls = {'ssl_certfile': os.environ['TLS_CERT'], 'ssl_keyfile': os.environ.get('TLS_KEY')}
+        if os.environ.get('TLS_CLIENT_CA'):
+            tls.update(ssl_ca_certs=os.environ['TLS_CLIENT_CA'], ssl_cert_reqs=ssl.CERT_REQUIRED)
     config = uvicorn.Config(app, log_level=os.environ.get('LOG_LEVEL', 'warning').lower(),
-                            access_log=False, lifespan=lifespan, timeout_graceful_shutdown=1)
+                            access_log=False, lifespan=lifespan, timeout_graceful_shutdown=1, **tls)
     server = uvicorn.Server(config)
 
     # uvicorn re-raises the signal that stopped it once it has shut down; with these handlers

@@ -89,6 +89,12 @@ error_codes! {
     UpstreamHttpError = "UPSTREAM_HTTP_ERROR", Upstream;
     /// The upstream serves no usable agent card.
     UpstreamCardUnavailable = "UPSTREAM_CARD_UNAVAILABLE", Upstream;
+    /// No token for the agent: its token endpoint refused or could not be
+    /// reached (the gateway's credentials towards the agent).
+    UpstreamAuthFailed = "UPSTREAM_AUTH_FAILED", Upstream;
+    /// The agent's card must be signed by a trusted key and is not
+    /// (`card_signatures = "require"`).
+    UpstreamCardUntrusted = "UPSTREAM_CARD_UNTRUSTED", Upstream;
     /// The gateway stopped while the stream was open.
     GatewayShuttingDown = "GATEWAY_SHUTTING_DOWN", Gateway;
     /// The gateway is draining and takes no new requests.
@@ -141,6 +147,8 @@ error_codes! {
     RequestTooLarge = "REQUEST_TOO_LARGE", Client;
     /// No agent has the name in the path.
     UnknownAgent = "UNKNOWN_AGENT", Client;
+    /// `/v1/card-keys` on a gateway that signs no cards.
+    NoCardKeys = "NO_CARD_KEYS", Client;
     /// An un-prefixed route was used but no default agent is configured.
     NoDefaultAgent = "NO_DEFAULT_AGENT", Client;
 }

@@ -12,5 +12,6 @@ pub mod obs;
 pub mod random;
 pub mod relay;
 pub mod resume;
+pub mod signing;
 pub mod state;
 pub mod upstream;

@@ -34,6 +34,8 @@ pub struct AppState {
     /// With `journal = "redis://…"`: the runs every replica shares (set by
     /// the binary once connected).
     pub redis: Option<Arc<RedisJournal>>,
+    /// The gateway's key for the cards it serves (`[card_signing]`).
+    pub card_signer: Option<crate::signing::Signer>,
 }
 
 pub type AppHandle = Arc<AppState>;
@@ -42,6 +44,10 @@ pub type AppHandle = Arc<AppState>;
 pub enum StartError {
     #[error("gateway could not build its HTTP client: {0}")]
     Http(#[from] reqwest::Error),
+    #[error(transparent)]
+    AgentClient(#[from] crate::upstream::tls::ClientError),
+    #[error("{0}")]
+    CardSigning(String),
     #[error(transparent)]
     Auth(#[from] AuthSetupError),
     #[error(
@@ -80,6 +86,11 @@ impl AppState {
 
     /// The state without the shared journal (tests, tools).
     pub fn new(config: Config, shutdown: Shutdown) -> Result<AppState, StartError> {
+        let keys = config
+            .card_signing
+            .load()
+            .map_err(StartError::CardSigning)?;
+        let trusted = keys.trusted.map(Arc::new);
         let mut agents = BTreeMap::new();
         for agent in &config.agents {
             let mut agent = agent.clone();
@@ -94,7 +105,7 @@ impl AppState {
                     })?;
                 agent.headers.push((header, value));
             }
-            let agent = Agent::new(agent, &config.gateway_id, &config.limits)?;
+            let agent = Agent::new(agent, &config.gateway_id, &config.limits, trusted.clone())?;
             agents.insert(agent.name().to_owned(), Arc::new(agent));
         }
         let journal = config
@@ -103,8 +114,11 @@ impl AppState {
             .is_on()
             .then(|| MemoryJournal::new(config.journal.limits));
         let metrics = Metrics::default();
-        for name in agents.keys() {
+        for (name, agent) in &agents {
             metrics.register_agent(name);
+            if let Some(credentials) = &agent.credentials {
+                credentials.count_into(metrics.token_counters(name));
+            }
         }
         Ok(AppState {
             streams: Arc::new(Semaphore::new(config.limits.max_streams)),
@@ -117,6 +131,7 @@ impl AppState {
             threads: Threads::default(),
             journal,
             redis: None,
+            card_signer: keys.signer,
         })
     }
 

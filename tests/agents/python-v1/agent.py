@@ -8,10 +8,14 @@
 
 Run: python agent.py [--host 127.0.0.1] [--port 0]   -> prints "READY <port>".
 Scenarios: ../scenarios.json (see ../README.md). DELAY_MS sets the pause between events.
+TLS_CERT/TLS_KEY/TLS_CLIENT_CA serve HTTPS (../../frameworks/_serve.py); REQUIRE_BEARER_JWKS and
+CARD_TOKEN_URL require and declare OAuth2 bearer tokens (bearer.py); CARD_SIGNING_KEY, CARD_TAMPER
+and EXTENDED_CARD sign the card and serve an extended one (signed_card.py).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import uuid
 from pathlib import Path
@@ -45,6 +49,8 @@ from a2a.types import (  # noqa: E402
     TaskStatus,
 )
 
+import bearer  # noqa: E402
+import signed_card  # noqa: E402
 import scenario_engine as engine  # noqa: E402
 
 STATES = {
@@ -149,7 +155,9 @@ class ScenarioExecutor(AgentExecutor):
 
 
 def build_app(host: str, port: int) -> Starlette:
-    base = f'http://{host}:{port}'
+    # HTTPS when the runner serves TLS (TLS_CERT, see ../../frameworks/_serve.py).
+    scheme = 'https' if os.environ.get('TLS_CERT') else 'http'
+    base = f'{scheme}://{host}:{port}'
     card = AgentCard(
         name='agui-gateway test agent (a2a-sdk 1.3.0)',
         description='Plays the scripted scenarios of tests/agents/scenarios.json over A2A 1.0 and 0.3.',
@@ -168,14 +176,16 @@ def build_app(host: str, port: int) -> Starlette:
             AgentInterface(protocol_binding='JSONRPC', protocol_version='0.3', url=f'{base}/'),
             AgentInterface(protocol_binding='HTTP+JSON', protocol_version='1.0', url=f'{base}/rest'),
             AgentInterface(protocol_binding='HTTP+JSON', protocol_version='0.3', url=f'{base}/rest'),
-        ])
+        ],
+        **bearer.card_security())
+    card, extended = signed_card.prepare(card)
     handler = DefaultRequestHandler(agent_executor=ScenarioExecutor(), task_store=InMemoryTaskStore(),
-                                    agent_card=card)
+                                    agent_card=card, extended_agent_card=extended)
     routes = []
     routes += create_agent_card_routes(card)
     routes += create_rest_routes(handler, path_prefix='/rest', enable_v0_3_compat=True)
     routes += create_jsonrpc_routes(handler, rpc_url='/', enable_v0_3_compat=True)
-    return Starlette(routes=routes)
+    return bearer.guard(Starlette(routes=routes))
 
 
 if __name__ == '__main__':

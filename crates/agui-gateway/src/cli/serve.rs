@@ -36,6 +36,7 @@ pub async fn serve(config: Config, banner: Option<String>, log: Log) -> anyhow::
     let state = Arc::new(AppState::build(config, shutdown.clone()).await?);
     for agent in state.agents.values() {
         agent.spawn_card_refresh(shutdown.stop.clone());
+        agent.spawn_tls_watch(shutdown.stop.clone());
     }
     if state.auth.is_some() {
         // In the background: an identity provider that is slow to answer

@@ -105,7 +105,38 @@ pub fn parse(path: &str, text: &str, env: &Environment) -> Result<Config, Config
                 format!("agents.{name:?}: a name is letters, digits, '.', '_' and '-'"),
             ));
         }
-        agents.push(agent_config(name, agent, &at)?);
+        let mut config = agent_config(name, agent, &at)?;
+        config.tls =
+            super::tls::from_file(name, agent.tls.as_ref(), file.upstream_tls.as_ref(), &at)?;
+        if let Some(auth) = &agent.auth {
+            config.auth = Some(super::upstream_auth::from_file(name, auth, &at)?);
+        }
+        if let Some(policy) = &agent.card_signatures {
+            config.card_signatures =
+                crate::signing::Policy::parse(policy.get_ref()).ok_or_else(|| {
+                    at(
+                        policy.span(),
+                        format!(
+                            "agents.{name}.card_signatures: {:?} is not off, verify or require",
+                            policy.get_ref()
+                        ),
+                    )
+                })?;
+            if config.card_signatures != crate::signing::Policy::Off
+                && file
+                    .card_signing
+                    .as_ref()
+                    .is_none_or(|t| t.get_ref().trusted_keys.is_none())
+            {
+                return Err(at(
+                    policy.span(),
+                    format!(
+                        "agents.{name}.card_signatures: checking signatures needs [card_signing] trusted_keys"
+                    ),
+                ));
+            }
+        }
+        agents.push(config);
     }
     if agents.is_empty() {
         return Err(ConfigError::File {
@@ -170,6 +201,25 @@ pub fn parse(path: &str, text: &str, env: &Environment) -> Result<Config, Config
     let journal = journal_config(&file, &at)?;
     let cors = cors_config(&file.cors, &at)?;
     let auth = auth_config(&file.auth, &at)?;
+    let card_signing = super::card_signing::from_file(file.card_signing.as_ref(), &at)?;
+    if auth.jwt.is_none()
+        && let Some((name, agent)) = file.agents.iter().find(|(_, agent)| {
+            agent
+                .auth
+                .as_ref()
+                .is_some_and(|a| a.get_ref().kind == "token_exchange")
+        })
+        && let Some(table) = &agent.auth
+    {
+        // The subject token is the caller's JWT as [auth.jwt] verified it:
+        // without it there is nothing to exchange.
+        return Err(at(
+            table.span(),
+            format!(
+                "agents.{name}.auth: token_exchange needs [auth.jwt] (the caller's verified token is what is exchanged)"
+            ),
+        ));
+    }
     let rate_limit = match &file.rate_limit {
         None => None,
         Some(limit) if limit.get_ref().per_second == 0 => {
@@ -211,6 +261,7 @@ pub fn parse(path: &str, text: &str, env: &Environment) -> Result<Config, Config
         inspector: file.inspector.unwrap_or(false),
         copilotkit_path,
         otlp_endpoint,
+        card_signing,
     })
 }
 

@@ -94,6 +94,25 @@ pub struct ServeArgs {
         conflicts_with = "config"
     )]
     pub cancel_on_disconnect: bool,
+    /// PEM bundle of CAs that may sign the --upstream agent's certificate (besides the system's).
+    #[arg(long, env = "AGUI_GATEWAY_UPSTREAM_CA_FILE", conflicts_with = "config")]
+    pub upstream_ca_file: Option<PathBuf>,
+    /// PEM client certificate (chain) shown to the --upstream agent (mutual TLS); with --upstream-client-key.
+    #[arg(
+        long,
+        env = "AGUI_GATEWAY_UPSTREAM_CLIENT_CERT",
+        conflicts_with = "config",
+        requires = "upstream_client_key"
+    )]
+    pub upstream_client_cert: Option<PathBuf>,
+    /// PEM private key of --upstream-client-cert.
+    #[arg(
+        long,
+        env = "AGUI_GATEWAY_UPSTREAM_CLIENT_KEY",
+        conflicts_with = "config",
+        requires = "upstream_client_cert"
+    )]
+    pub upstream_client_key: Option<PathBuf>,
     /// The gateway's public URL, for agent card links (default: from the request).
     #[arg(long, env = "AGUI_GATEWAY_PUBLIC_URL")]
     pub public_url: Option<Url>,
@@ -120,6 +139,8 @@ pub struct ServeArgs {
     pub workers: Option<usize>,
     #[command(flatten)]
     pub edge: EdgeArgs,
+    #[command(flatten)]
+    pub identity: super::identity_flags::IdentityArgs,
     #[command(flatten)]
     pub log: LogArgs,
 }
@@ -258,6 +279,16 @@ impl ServeArgs {
                 let mut agent = AgentConfig::new(args.name.clone(), upstream.clone());
                 agent.format = format;
                 agent.cancel_on_disconnect = args.cancel_on_disconnect;
+                agent.tls = crate::config::UpstreamTls {
+                    ca_file: args.upstream_ca_file.clone(),
+                    client_cert: args.upstream_client_cert.clone(),
+                    client_key: args.upstream_client_key.clone(),
+                };
+                // Checked as the file's keys are, before anything starts.
+                agent
+                    .tls
+                    .read(std::time::SystemTime::now())
+                    .map_err(|err| invalid!("--upstream TLS: {err}"))?;
                 if let Some(secs) = args.idle_timeout_secs {
                     agent.idle_timeout = Duration::from_secs(secs);
                 }
@@ -324,6 +355,9 @@ impl ServeArgs {
             config.journal.detach_grace = Duration::from_secs(secs);
         }
         args.edge.apply(&mut config)?;
+        args.identity
+            .apply(&mut config)
+            .map_err(FlagError::Invalid)?;
         Ok(config)
     }
 }
@@ -410,24 +444,27 @@ fn at_least_one(text: &str) -> Result<usize, String> {
     }
 }
 
+/// The configuration `args` (the serving flags, as the binary flattens
+/// them) describe, or the message that refuses them: for the flags' tests.
 #[cfg(test)]
-mod tests {
+pub(super) fn from_args(args: &[&str]) -> Result<Config, String> {
     use clap::Parser;
-
-    use super::*;
-
-    /// The serving flags alone, as the binary flattens them.
     #[derive(Debug, Parser)]
     struct Flags {
         #[command(flatten)]
         serve: ServeArgs,
     }
+    let flags = Flags::try_parse_from(std::iter::once("agui-gateway").chain(args.iter().copied()))
+        .map_err(|e| e.to_string())?;
+    flags.serve.into_config().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     fn config(args: &[&str]) -> Result<Config, String> {
-        let flags =
-            Flags::try_parse_from(std::iter::once("agui-gateway").chain(args.iter().copied()))
-                .map_err(|e| e.to_string())?;
-        flags.serve.into_config().map_err(|e| e.to_string())
+        from_args(args)
     }
 
     #[test]

@@ -46,6 +46,9 @@
 //! per_second = 10
 //! burst = 20
 //!
+//! [upstream_tls]                              # what every agent's TLS starts from (tls.rs)
+//! ca_file = "/etc/agui-gateway/agents-ca.pem"
+//!
 //! [agents.assistant]
 //! upstream = "http://127.0.0.1:9999/"
 //! a2a_version = "auto"          # "0.3" or "1.0" to skip card detection
@@ -60,15 +63,32 @@
 //! card_refresh_secs = 300
 //! cancel_on_disconnect = false
 //! interrupts = false
+//!
+//! [agents.assistant.tls]                      # tls.rs
+//! ca_file = "/etc/agui-gateway/assistant-ca.pem"
+//! client_cert = "/etc/agui-gateway/tls/client.pem"
+//! client_key = "/etc/agui-gateway/tls/client.key"
+//!
+//! [agents.assistant.auth]                     # upstream_auth.rs
+//! type = "oauth2_client_credentials"          # or "token_exchange"
+//! token_url = "https://idp.example.com/token" # else the card's OAuth2 tokenUrl
+//! client_id = "agui-gateway"
+//! client_secret = "${ASSISTANT_CLIENT_SECRET}"
+//! scopes = ["a2a.invoke"]
+//! resource = "https://assistant.internal/"
 //! ```
 
+mod card_signing;
 mod cors;
 pub mod env;
 mod file;
 pub mod flags;
 pub mod forwarding;
+mod identity_flags;
 mod journal;
 mod schema;
+mod tls;
+mod upstream_auth;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -77,10 +97,13 @@ use std::time::Duration;
 use a2a_agui::OutputFormat;
 use url::{Origin, Url};
 
+pub use card_signing::{CardKeys, CardSigning};
 pub use cors::{CorsConfig, OriginRule};
 pub use env::Environment;
 pub use forwarding::{ForwardPolicy, TrustedProxies};
 pub use journal::{Backend, JournalConfig, JournalLimits};
+pub use tls::{MAX_TLS_FILE_BYTES, TlsFileError, TlsMaterial, UpstreamTls};
+pub use upstream_auth::{ClientAuth, OAuthClient, Secret, UpstreamAuth};
 
 /// Each stream holds two sockets; the open-file limit is usually the bound.
 pub const DEFAULT_MAX_STREAMS: usize = 10_000;
@@ -160,6 +183,13 @@ pub struct AgentConfig {
     pub card_refresh: Duration,
     pub cancel_on_disconnect: bool,
     pub interrupts: bool,
+    /// The CA bundle and client certificate for calls to this agent.
+    pub tls: UpstreamTls,
+    /// The credential the gateway gets for itself (or for its caller) to
+    /// call this agent.
+    pub auth: Option<UpstreamAuth>,
+    /// What to do with the signatures on its card.
+    pub card_signatures: crate::signing::Policy,
 }
 
 impl AgentConfig {
@@ -179,6 +209,9 @@ impl AgentConfig {
             card_refresh: Duration::from_secs(300),
             cancel_on_disconnect: false,
             interrupts: false,
+            tls: UpstreamTls::default(),
+            auth: None,
+            card_signatures: crate::signing::Policy::Off,
         }
     }
 }
@@ -311,6 +344,8 @@ pub struct Config {
     pub copilotkit_path: Option<String>,
     /// Where OpenTelemetry spans go (OTLP/HTTP), if anywhere.
     pub otlp_endpoint: Option<Url>,
+    /// Card signatures: the keys trusted for agents' cards, the gateway's.
+    pub card_signing: CardSigning,
 }
 
 /// Where the CopilotKit runtime protocol is served unless configured.
@@ -379,6 +414,7 @@ impl Default for Config {
             inspector: false,
             copilotkit_path: Some(DEFAULT_COPILOTKIT_PATH.to_owned()),
             otlp_endpoint: None,
+            card_signing: CardSigning::default(),
         }
     }
 }

@@ -23,6 +23,8 @@ pub(super) struct FileConfig {
     pub(super) inspector: Option<bool>,
     pub(super) copilotkit_path: Option<Spanned<String>>,
     pub(super) otlp_endpoint: Option<Spanned<String>>,
+    pub(super) upstream_tls: Option<Spanned<FileUpstreamTls>>,
+    pub(super) card_signing: Option<Spanned<FileCardSigning>>,
     #[serde(default)]
     pub(super) limits: FileLimits,
     #[serde(default)]
@@ -107,4 +109,49 @@ pub(super) struct FileAgent {
     pub(super) card_refresh_secs: Option<Spanned<u64>>,
     pub(super) cancel_on_disconnect: Option<bool>,
     pub(super) interrupts: Option<bool>,
+    pub(super) tls: Option<Spanned<FileTls>>,
+    pub(super) auth: Option<Spanned<FileUpstreamAuth>>,
+    pub(super) card_signatures: Option<Spanned<String>>,
+}
+
+/// `[card_signing]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileCardSigning {
+    pub(super) trusted_keys: Option<String>,
+    pub(super) signing_key: Option<String>,
+    pub(super) signing_alg: Option<String>,
+    pub(super) signing_kid: Option<String>,
+}
+
+/// `[agents.NAME.auth]`: how the gateway is known to the agent.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileUpstreamAuth {
+    #[serde(rename = "type")]
+    pub(super) kind: String,
+    pub(super) token_url: Option<String>,
+    pub(super) client_id: Option<String>,
+    pub(super) client_secret: Option<String>,
+    pub(super) client_auth: Option<String>,
+    pub(super) scopes: Option<Vec<String>>,
+    pub(super) audience: Option<String>,
+    pub(super) resource: Option<String>,
+    pub(super) actor: Option<bool>,
+}
+
+/// `[upstream_tls]`: what every agent's TLS starts from.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileUpstreamTls {
+    pub(super) ca_file: Option<String>,
+}
+
+/// `[agents.NAME.tls]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileTls {
+    pub(super) ca_file: Option<String>,
+    pub(super) client_cert: Option<String>,
+    pub(super) client_key: Option<String>,
 }

@@ -3,7 +3,7 @@
 //! the AG-UI capability is declared.
 
 use a2a_agui::ErrorCode;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use url::Url;
@@ -11,10 +11,11 @@ use url::Url;
 use crate::agui::extension;
 use crate::config::Config;
 use crate::edge::error::ApiError;
+use crate::signing::{Policy, Signer, Verdict};
 use crate::upstream::forwarding::{first_value, list_values};
 use crate::upstream::outbound::{self, Forwarded};
 use crate::upstream::target::base_url;
-use crate::upstream::{Agent, CardError};
+use crate::upstream::{Agent, CardError, UNTRUSTED_CARD};
 
 /// The extension URI announcing AG-UI output (the one Hector declared).
 pub const AGUI_EXTENSION_URI: &str = "https://ag-ui.org/protocol/v1";
@@ -76,7 +77,7 @@ pub fn varies_by_request(config: &Config) -> bool {
 /// The card at `path` (one of the well-known paths) for the agent mounted
 /// at `mount` on the gateway.
 pub async fn serve(
-    config: &Config,
+    (config, signer): (&Config, Option<&Signer>),
     agent: &Agent,
     path: &str,
     mount: &str,
@@ -85,7 +86,7 @@ pub async fn serve(
 ) -> Result<Response, ApiError> {
     let gateway_base = format!("{}{mount}", public_base(config, uri, headers));
     let upstream_base = base_url(&agent.config.upstream);
-    let outbound::Outgoing { request, span } = outbound::card(agent, path, forwarded)?;
+    let outbound::Outgoing { request, span, .. } = outbound::card(agent, path, forwarded)?;
     let fetched = agent.read_card(request).await;
     match &fetched {
         Ok(Some(_)) => {}
@@ -105,17 +106,22 @@ pub async fn serve(
             None => return Err(unavailable(agent, "the upstream serves no agent card")),
         },
     };
-    rewrite(&mut card, &upstream_base, &gateway_base);
-    let body = card.to_string();
+    let public = public_base(config, uri, headers);
+    let bases = (&upstream_base, gateway_base.as_str(), public.as_str());
     // The upstream's ETag names the body it sent, not the rewritten one:
     // the gateway's own tag is a hash of what it serves (the same on every
-    // replica for the same card and address).
-    let etag = {
+    // replica for the same card and address), taken before its signature
+    // (which that content and the key decide; a randomised one would
+    // change the tag on every request).
+    let mut etag = String::new();
+    present(&mut card, agent, signer, bases, |unsigned| {
         use std::hash::{Hash, Hasher};
         let mut hasher = std::hash::DefaultHasher::new();
-        body.hash(&mut hasher);
-        format!("W/\"{:016x}\"", hasher.finish())
-    };
+        unsigned.to_string().hash(&mut hasher);
+        signer.map(Signer::kid).hash(&mut hasher);
+        etag = format!("W/\"{:016x}\"", hasher.finish());
+    })?;
+    let body = card.to_string();
     let not_modified = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
@@ -193,8 +199,137 @@ fn unavailable(agent: &Agent, message: &str) -> ApiError {
     )
 }
 
-/// Points every interface URL at the gateway and declares AG-UI.
+/// A card of `agent` as the gateway serves it: checked against its
+/// signature policy, rewritten (`rewrite`), then signed by the gateway
+/// unless the agent's own signatures were checked and failed (it does not
+/// launder those). `unsigned` sees the card between the two. `bases`: the
+/// agent's base, the gateway's for this agent, the gateway's public one.
+fn present(
+    card: &mut Value,
+    agent: &Agent,
+    signer: Option<&Signer>,
+    (upstream_base, gateway_base, public): (&Url, &str, &str),
+    unsigned: impl FnOnce(&Value),
+) -> Result<(), ApiError> {
+    let verdict = agent.verify_card(card);
+    if agent.config.card_signatures == Policy::Require
+        && !matches!(verdict, Some(Verdict::Verified(_)))
+    {
+        return Err(ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            ErrorCode::UpstreamCardUntrusted,
+            UNTRUSTED_CARD,
+        ));
+    }
+    rewrite(card, upstream_base, gateway_base);
+    unsigned(card);
+    if let Some(signer) = signer
+        && !matches!(verdict, Some(Verdict::Invalid))
+    {
+        signer.sign(card, Some(&format!("{public}{CARD_KEYS_PATH}")));
+    }
+    Ok(())
+}
+
+/// An extended card call (`GetExtendedAgentCard`,
+/// `agent/getAuthenticatedExtendedCard`, REST `GET …/extendedAgentCard` or
+/// 0.3's `GET /v1/card`): how its answer holds the card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExtendedCard {
+    /// A JSON-RPC response: the card is its `result`.
+    JsonRpc,
+    /// The card is the whole body.
+    Rest,
+}
+
+/// Whether a passed-through request asks for the extended card.
+pub fn extended_card_call(method: &Method, path: &str, body: &[u8]) -> Option<ExtendedCard> {
+    if *method == Method::GET {
+        let path = path.split('?').next().unwrap_or_default();
+        return (path.ends_with("/extendedAgentCard") || path == "/v1/card")
+            .then_some(ExtendedCard::Rest);
+    }
+    if *method != Method::POST || body.len() > 64 * 1024 {
+        return None;
+    }
+    let call: Value = serde_json::from_slice(body).ok()?;
+    matches!(
+        call.get("method").and_then(Value::as_str),
+        Some("GetExtendedAgentCard" | "agent/getAuthenticatedExtendedCard")
+    )
+    .then_some(ExtendedCard::JsonRpc)
+}
+
+/// The agent's extended card, fetched with the request's headers (the
+/// caller's, as the policy forwards them, and the agent's token) and
+/// served as the public card is: rewritten and signed (a 1.0 interface's
+/// `tenant` is kept, only its URL changes). Any other answer (an error,
+/// a refusal) goes back as it came.
+pub async fn serve_extended(
+    (config, signer): (&Config, Option<&Signer>),
+    agent: &Agent,
+    kind: ExtendedCard,
+    (method, url, body): (Method, Url, axum::body::Bytes),
+    (uri, headers, mount): (&Uri, &HeaderMap, &str),
+    forwarded: &Forwarded,
+) -> Result<Response, ApiError> {
+    let outbound::Outgoing {
+        request,
+        span,
+        renewal,
+    } = outbound::passthrough(agent, method, url, forwarded, body);
+    let response = outbound::send(
+        agent,
+        request.timeout(agent.card_timeout()),
+        renewal.as_ref(),
+    )
+    .await
+    .map_err(|_| {
+        span.fail("unreachable");
+        unavailable(agent, "the extended agent card request failed")
+    })?;
+    let status = response.status();
+    span.answered(status);
+    let answer = agent
+        .read_body(response)
+        .await
+        .map_err(|err| unavailable(agent, &err.to_string()))?;
+    let mut document: Value = match serde_json::from_slice(&answer) {
+        Ok(document) => document,
+        Err(_) => return Ok((status, answer).into_response()),
+    };
+    let public = public_base(config, uri, headers);
+    let gateway_base = format!("{public}{mount}");
+    let upstream_base = base_url(&agent.config.upstream);
+    let bases = (&upstream_base, gateway_base.as_str(), public.as_str());
+    let card = match kind {
+        ExtendedCard::JsonRpc => document.get_mut("result"),
+        ExtendedCard::Rest => Some(&mut document),
+    };
+    if status.is_success()
+        && let Some(card) = card.filter(|c| c.is_object())
+    {
+        present(card, agent, signer, bases, |_| {})?;
+    }
+    Ok((
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        document.to_string(),
+    )
+        .into_response())
+}
+
+/// Where the gateway publishes its card-signing key (a JWKS document).
+pub const CARD_KEYS_PATH: &str = "/v1/card-keys";
+
+/// Points every interface URL at the gateway and declares AG-UI. The
+/// agent's signatures go: they were made over the URLs replaced here and
+/// would not verify (a client that checks them would refuse the agent),
+/// and one that did would vouch for a card the agent never wrote.
 pub fn rewrite(card: &mut Value, upstream_base: &Url, gateway_base: &str) {
+    if let Some(object) = card.as_object_mut() {
+        object.remove("signatures");
+    }
     let rewrite_field = |value: &mut Value| {
         if let Some(new) = value
             .as_str()

@@ -122,7 +122,7 @@ async fn serve(
             if let Err(response) = run_input(&body) {
                 return Ok(response);
             }
-            let forwarded = forwarded(&agent, parts);
+            let forwarded = forwarded(&agent, parts).await;
             let run = agui_input(
                 state.clone(),
                 agent,
@@ -142,7 +142,7 @@ async fn serve(
                 return Ok(response);
             }
             noted(state, parts, agent.name());
-            let forwarded = forwarded(&agent, parts);
+            let forwarded = forwarded(&agent, parts).await.usable()?;
             let caller = caller(parts);
             let request = (&parts.headers, &forwarded);
             let connect = resume::connect(
@@ -174,7 +174,7 @@ async fn serve(
                 ));
             }
             noted(state, parts, agent.name());
-            let forwarded = forwarded(&agent, parts);
+            let forwarded = forwarded(&agent, parts).await.usable()?;
             let at = ThreadRef::new(agent.name(), &caller(parts), &thread);
             let stopped =
                 resume::stop_thread(state, &agent, &at, run_id.as_deref(), &forwarded).await;
@@ -192,7 +192,7 @@ async fn serve(
                 Err(response) => return Ok(response),
             };
             noted(state, parts, agent.name());
-            let forwarded = forwarded(&agent, parts);
+            let forwarded = forwarded(&agent, parts).await.usable()?;
             let listed = resume::threads(state, &agent, &caller(parts), &forwarded).await;
             let threads: Vec<Value> = listed
                 .iter()
@@ -225,7 +225,7 @@ async fn serve(
                 ));
             }
             noted(state, parts, agent.name());
-            let forwarded = forwarded(&agent, parts);
+            let forwarded = forwarded(&agent, parts).await.usable()?;
             let ask = ThreadAsk {
                 agent: &agent,
                 thread: ThreadRef::new(agent.name(), &caller(parts), &thread),
@@ -509,8 +509,13 @@ fn runtime_error(status: StatusCode, body: Value) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
-fn forwarded(agent: &Agent, parts: &Parts) -> Forwarded {
-    Forwarded::new(agent, &parts.headers, parts.extensions.get()).traced(parts.extensions.get())
+/// The request's headers for the agent, with the agent's token when it
+/// has credentials (`Forwarded::authorized`).
+async fn forwarded(agent: &Agent, parts: &Parts) -> Forwarded {
+    Forwarded::new(agent, &parts.headers, parts.extensions.get())
+        .traced(parts.extensions.get())
+        .authorized(agent, parts.extensions.get())
+        .await
 }
 
 fn caller(parts: &Parts) -> CallerDigest {

@@ -28,6 +28,7 @@ use crate::random::random_u64;
 use crate::relay::{self, Conversion};
 use crate::resume;
 use crate::resume::WhenEmpty;
+use crate::signing::{Policy, Verdict};
 use crate::state::{AppHandle, AppState};
 use crate::upstream::forwarding::{ReturnPolicy, returned_headers};
 use crate::upstream::outbound::{self, Forwarded};
@@ -42,6 +43,7 @@ pub fn router(state: AppHandle) -> Router {
     }
     let router = router
         .route("/v1/agents", get(list_agents))
+        .route(card::CARD_KEYS_PATH, get(card_keys))
         .route("/agui", post(agui_run))
         .route("/v1/agents/{name}/agui", post(agui_run))
         .route("/agui/connect", post(connect))
@@ -131,6 +133,10 @@ async fn agent_health(agent: &Agent) -> Value {
     if matches!(agent.card_status(), CardStatus::Unknown) {
         let _ = agent.current_card().await;
     }
+    if let Some(err) = agent.credentials.as_ref().and_then(|c| c.failing()) {
+        // The agent may be up, but no run can call it without a token.
+        return json!({ "ready": false, "error": format!("no token for the agent: {err}") });
+    }
     match agent.card_status() {
         CardStatus::Ready => json!({ "ready": true }),
         CardStatus::Failing(reason) => json!({ "ready": false, "error": reason }),
@@ -140,7 +146,28 @@ async fn agent_health(agent: &Agent) -> Value {
     }
 }
 
+/// The gateway's card-signing key (`[card_signing] signing_key`), as the
+/// `jku` of the cards it signs names it.
+async fn card_keys(State(state): State<AppHandle>) -> Result<Response, ApiError> {
+    match &state.card_signer {
+        Some(signer) => Ok(axum::Json(signer.jwks()).into_response()),
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            ErrorCode::NoCardKeys,
+            "this gateway signs no cards ([card_signing] signing_key)",
+        )),
+    }
+}
+
 async fn metrics(State(state): State<AppHandle>) -> Response {
+    for (name, agent) in &state.agents {
+        if agent.config.card_signatures != Policy::Off {
+            let verdict = agent.card_signature();
+            state
+                .metrics
+                .set_card_signature(name, verdict.as_ref().map(Verdict::as_str));
+        }
+    }
     let agents_up: Vec<(&str, bool)> = state
         .agents
         .iter()
@@ -185,6 +212,10 @@ async fn list_agents(State(state): State<AppHandle>, request: Request) -> Respon
         });
         if let (Value::Object(entry), Value::Object(health)) = (&mut entry, health) {
             entry.extend(health);
+        }
+        if agent.config.card_signatures != Policy::Off {
+            let verdict = card.as_ref().and_then(|c| c.signature.as_ref());
+            entry["cardSignature"] = json!(verdict.map_or("unknown", Verdict::as_str));
         }
         agents.push(entry);
     }
@@ -238,7 +269,9 @@ async fn run_agui(
     let (parts, body) = request.into_parts();
     gate::allowed(&state, &parts.extensions, &agent)?;
     let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get())
-        .traced(parts.extensions.get());
+        .traced(parts.extensions.get())
+        .authorized(&agent, parts.extensions.get())
+        .await;
     let body = read_body(&state, body).await?;
     agui_input(state, agent, &parts, forwarded, body, mode).await
 }
@@ -248,7 +281,10 @@ async fn connect(State(state): State<AppHandle>, request: Request) -> Result<Res
     AccessNote::noted(&parts.extensions, agent.name(), Mode::Connect);
     state.metrics.count_request(agent.name(), Mode::Connect);
     let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get())
-        .traced(parts.extensions.get());
+        .traced(parts.extensions.get())
+        .authorized(&agent, parts.extensions.get())
+        .await
+        .usable()?;
     let request = (&parts.headers, &forwarded);
     resume::connect(
         &state,
@@ -265,7 +301,10 @@ async fn stop(State(state): State<AppHandle>, request: Request) -> Result<Respon
     let (agent, parts, caller, body) = run_request(&state, request, "agui/stop").await?;
     AccessNote::noted(&parts.extensions, agent.name(), Mode::Stop);
     let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get())
-        .traced(parts.extensions.get());
+        .traced(parts.extensions.get())
+        .authorized(&agent, parts.extensions.get())
+        .await
+        .usable()?;
     resume::stop(&state, &agent, &caller, &forwarded, &body).await
 }
 
@@ -331,13 +370,25 @@ async fn proxy(
     request: Request,
 ) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
-    let routed = route(&state, &agent, &path, &parts)?;
+    let routed = route(&state, &agent, &path, &parts).await?;
     let body = read_body(&state, body).await?;
     if parts.method == Method::GET && card::is_card_path(&path) {
+        let routed = Routed {
+            forwarded: routed.forwarded.usable()?,
+            ..routed
+        };
         state.metrics.count_request(agent.name(), Mode::Card);
         AccessNote::noted(&parts.extensions, agent.name(), Mode::Card);
         let at = (&parts.uri, &parts.headers);
-        return card::serve(&state.config, &agent, &path, &mount, at, &routed.forwarded).await;
+        return card::serve(
+            (&state.config, state.card_signer.as_ref()),
+            &agent,
+            &path,
+            &mount,
+            at,
+            &routed.forwarded,
+        )
+        .await;
     }
     match negotiated(&parts, &path, &body)? {
         Negotiated::RunAgentInput => {
@@ -346,6 +397,21 @@ async fn proxy(
         Negotiated::NotConvertible => {
             state.metrics.count_request(agent.name(), Mode::Passthrough);
             AccessNote::noted(&parts.extensions, agent.name(), Mode::Passthrough);
+            let routed = Routed {
+                forwarded: routed.forwarded.usable()?,
+                ..routed
+            };
+            if let Some(kind) = card::extended_card_call(&parts.method, &path, &body) {
+                return card::serve_extended(
+                    (&state.config, state.card_signer.as_ref()),
+                    &agent,
+                    kind,
+                    (parts.method.clone(), routed.url, body),
+                    (&parts.uri, &parts.headers, &mount),
+                    &routed.forwarded,
+                )
+                .await;
+            }
             let public = card::public_base(&state.config, &parts.uri, &parts.headers);
             let call = Passthrough {
                 method: parts.method.clone(),
@@ -371,7 +437,7 @@ struct Routed {
 }
 
 /// The route phase: the caller's `allow`, the target URL, the headers.
-fn route(
+async fn route(
     state: &AppState,
     agent: &Agent,
     path: &str,
@@ -380,7 +446,9 @@ fn route(
     gate::allowed(state, &parts.extensions, agent)?;
     let url = outbound::target(agent, path, parts.uri.query())?;
     let forwarded = Forwarded::new(agent, &parts.headers, parts.extensions.get())
-        .traced(parts.extensions.get());
+        .traced(parts.extensions.get())
+        .authorized(agent, parts.extensions.get())
+        .await;
     Ok(Routed { url, forwarded })
 }
 
@@ -484,10 +552,14 @@ async fn passthrough(
         body,
         gateway_base,
     } = call;
-    let outbound::Outgoing { request, span } =
-        outbound::passthrough(agent, method, url, forwarded, body);
+    let outbound::Outgoing {
+        request,
+        span,
+        renewal,
+    } = outbound::passthrough(agent, method, url, forwarded, body);
     let started = Instant::now();
-    let upstream = request.send().await.map_err(|err| {
+    let sent = outbound::send(agent, request, renewal.as_ref()).await;
+    let upstream = sent.map_err(|err| {
         tracing::warn!(agent = agent.name(), "passthrough call failed: {err:?}");
         span.fail("unreachable");
         let (code, message) = relay::unreachable(&UpstreamError::Request(err));

@@ -111,8 +111,17 @@ pub struct Metrics {
     reattached_streams: IntCounter,
     journal_runs: IntGauge,
     journal_bytes: IntGauge,
+    token_requests: IntCounterVec,
+    card_signature: IntGaugeVec,
     /// Each agent's event counters, resolved once.
     streams: Mutex<HashMap<String, Arc<StreamMetrics>>>,
+}
+
+/// One agent's token requests, by outcome.
+#[derive(Clone)]
+pub struct TokenCounters {
+    pub ok: IntCounter,
+    pub failed: IntCounter,
 }
 
 /// One agent's per-stream series, resolved from their vectors once.
@@ -291,8 +300,37 @@ impl Metrics {
                 "agui_gateway_journal_bytes",
                 "Frame bytes the journal keeps.",
             ),
+            token_requests: counter_vec(
+                r,
+                "agui_gateway_upstream_token_requests_total",
+                "Requests to an agent's token endpoint ([agents.NAME.auth]), by result (ok, error).",
+                &["agent", "result"],
+            ),
+            card_signature: gauge_vec(
+                r,
+                "agui_gateway_card_signature",
+                "1 for what the agent card's signatures were found to be (verified, unsigned, invalid) at the last fetch, for agents whose card_signatures is verify or require.",
+                &["agent", "result"],
+            ),
             streams: Mutex::new(HashMap::new()),
             registry,
+        }
+    }
+
+    /// `agent`'s card signature verdict (`None`: no card yet, all 0).
+    pub fn set_card_signature(&self, agent: &str, verdict: Option<&str>) {
+        for result in ["verified", "unsigned", "invalid"] {
+            self.card_signature
+                .with_label_values(&[agent, result])
+                .set(i64::from(verdict == Some(result)));
+        }
+    }
+
+    /// An agent's token request counters, at 0 from the start.
+    pub fn token_counters(&self, agent: &str) -> TokenCounters {
+        TokenCounters {
+            ok: self.token_requests.with_label_values(&[agent, "ok"]),
+            failed: self.token_requests.with_label_values(&[agent, "error"]),
         }
     }
 

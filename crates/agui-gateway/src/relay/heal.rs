@@ -128,9 +128,12 @@ async fn resubscribe(
     task: &str,
     limit: usize,
 ) -> Option<Subscribed> {
-    let Outgoing { request, span } =
-        outbound::task_call(agent, forwarded, TaskCall::Subscribe, task).await;
-    let Ok(response) = agent.send_stream(request).await else {
+    let Outgoing {
+        request,
+        span,
+        renewal,
+    } = outbound::task_call(agent, forwarded, TaskCall::Subscribe, task).await;
+    let Ok(response) = agent.send_stream(request, renewal.as_ref()).await else {
         span.fail("unreachable");
         return None;
     };

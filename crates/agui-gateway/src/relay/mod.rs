@@ -38,6 +38,7 @@ use crate::journal::redis::RunSpec;
 use crate::journal::{InputOp, RunIdentity, RunLog};
 use crate::obs::access::AccessNote;
 use crate::obs::metrics::Metrics;
+use crate::obs::telemetry::CallSpan;
 use crate::random::random_u64;
 use crate::state::{AppState, Shutdown};
 use crate::upstream::outbound::{self, Forwarded, Outgoing};
@@ -73,9 +74,24 @@ pub async fn open(
     identity: RunIdentity,
 ) -> Result<Response, ApiError> {
     let permit = state.stream_permit(agent.name())?;
-    let Outgoing { request, span } = request.await?;
-    let started = Instant::now();
-    let upstream = agent.send_stream(request).await;
+    let (upstream, span, started) = match forwarded.refusal() {
+        // Not called: the run shows why as its `RUN_ERROR`.
+        Some(refusal) => (
+            Err(UpstreamError::Refused(refusal.clone())),
+            CallSpan::default(),
+            Instant::now(),
+        ),
+        None => {
+            let Outgoing {
+                request,
+                span,
+                renewal,
+            } = request.await?;
+            let started = Instant::now();
+            let upstream = agent.send_stream(request, renewal.as_ref()).await;
+            (upstream, span, started)
+        }
+    };
     let key = format!("{:016x}", random_u64());
     // A random tag per run: ids never repeat across the runs of a thread.
     let tag = format!("{:012x}", random_u64() >> 16);
@@ -402,8 +418,12 @@ impl RelayState {
 /// Tells the upstream to cancel a task (whose client went away, or whose
 /// interrupt the client cancelled).
 pub async fn send_cancel(agent: &Agent, forwarded: &Forwarded, task: &str) {
-    let Outgoing { request, span } = outbound::cancel(agent, forwarded, task).await;
-    match request.send().await {
+    let Outgoing {
+        request,
+        span,
+        renewal,
+    } = outbound::cancel(agent, forwarded, task).await;
+    match outbound::send(agent, request, renewal.as_ref()).await {
         Ok(response) => {
             span.answered(response.status());
             tracing::info!(agent = agent.name(), task, status = %response.status(), "sent A2A cancel")
@@ -438,6 +458,7 @@ fn relay(
             };
             None
         }
+        Err(UpstreamError::Refused(refusal)) => Some(state.fail(refusal.code, refusal.message)),
         Err(err) => {
             tracing::warn!(
                 agent = state.run.agent.name(),
@@ -470,7 +491,14 @@ fn is_event_stream(headers: &HeaderMap) -> bool {
 /// The code and the client's message for an upstream call that failed
 /// before any answer; the details (its URL among them) are only logged.
 pub fn unreachable(err: &UpstreamError) -> (ErrorCode, &'static str) {
-    if err.is_connect() {
+    if let UpstreamError::Request(cause) = err
+        && crate::upstream::tls::untrusted_certificate(cause)
+    {
+        (
+            ErrorCode::UpstreamUnreachable,
+            "the upstream agent's TLS certificate is not trusted",
+        )
+    } else if err.is_connect() {
         (
             ErrorCode::UpstreamUnreachable,
             "the upstream agent could not be connected to",

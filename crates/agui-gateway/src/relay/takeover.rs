@@ -129,8 +129,19 @@ async fn rebuild(
     if stream.is_finished() || stream.converter().reattach_task().is_none() {
         return None;
     }
+    let mut forwarded = Forwarded::restore(&agent, &spec.headers);
+    // The agent's token is this replica's to get (the journal keeps
+    // none). A token exchange needs the caller's token, which is never
+    // journaled either: such a run goes on without one, and the agent's
+    // 401 ends it.
+    if let Err(err) = forwarded.authorize(&agent).await {
+        tracing::warn!(
+            run = key,
+            "no token for the agent of a run taken over: {err}"
+        );
+    }
     let run = Run {
-        forwarded: Forwarded::restore(&agent, &spec.headers),
+        forwarded,
         agent,
         conversion: Conversion {
             options,

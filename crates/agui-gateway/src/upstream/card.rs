@@ -13,6 +13,7 @@ use super::Agent;
 use super::forwarding::background_headers;
 use super::target::base_url;
 use crate::config::A2aVersion;
+use crate::signing::{Policy, Verdict};
 
 /// What the gateway learned from the agent card.
 #[derive(Debug, Clone)]
@@ -23,7 +24,12 @@ pub struct CardInfo {
     /// The dialect those calls use (never `Auto`).
     pub version: A2aVersion,
     pub fetched: Instant,
+    /// Its signatures' worth, when the agent's policy checks them.
+    pub signature: Option<Verdict>,
 }
+
+/// Why an agent under `card_signatures = "require"` is not called.
+pub const UNTRUSTED_CARD: &str = "the agent card's signature does not verify with a trusted key";
 
 /// While no card was ever read, requests try again at most this often.
 const CARD_RETRY_GAP: Duration = Duration::from_secs(2);
@@ -52,6 +58,9 @@ pub enum CardError {
 impl CardError {
     fn reason(&self) -> &'static str {
         match self {
+            CardError::Request(err) if super::tls::untrusted_certificate(err) => {
+                "the upstream's TLS certificate is not trusted"
+            }
             CardError::Request(err) if err.is_timeout() => "the agent card request timed out",
             CardError::Request(err) if err.is_connect() => "the upstream could not be connected to",
             CardError::Request(_) => "the agent card request failed",
@@ -112,6 +121,12 @@ impl Agent {
             *last = Some(Instant::now());
         }
         let status = match &result {
+            Ok(info)
+                if self.config.card_signatures == Policy::Require
+                    && !matches!(info.signature, Some(Verdict::Verified(_))) =>
+            {
+                CardStatus::Failing(UNTRUSTED_CARD)
+            }
             Ok(_) => CardStatus::Ready,
             Err(err) => CardStatus::Failing(err.reason()),
         };
@@ -122,15 +137,31 @@ impl Agent {
     }
 
     async fn fetch_card(&self) -> Result<Arc<CardInfo>, CardError> {
-        let headers = background_headers(&self.configured_headers, &self.via);
+        let mut headers = background_headers(&self.configured_headers, &self.via);
+        // A card is public by the protocol, but an agent behind an OAuth2
+        // resource server may guard it too: the gateway's own token goes
+        // along when it has one. Its token URL may be the card's, so the
+        // first fetch may go without.
+        let authorized = match self.own_token().await {
+            Some(token) => {
+                headers.insert(reqwest::header::AUTHORIZATION, token);
+                true
+            }
+            None => false,
+        };
         for url in self.card_urls() {
-            let request = self.client.get(url).headers(headers.clone());
+            let request = self.client().get(url).headers(headers.clone());
             let Some((card, _)) = self.read_card(request).await? else {
                 continue;
             };
             let info = Arc::new(self.card_info(card));
             if let Ok(mut slot) = self.card.write() {
                 *slot = Some(info.clone());
+            }
+            if !authorized {
+                // Now that the card may name the token URL: whether the
+                // gateway can get a token is known before a run needs one.
+                let _ = self.own_token().await;
             }
             return Ok(info);
         }
@@ -143,10 +174,26 @@ impl Agent {
         &self,
         request: reqwest::RequestBuilder,
     ) -> Result<Option<(Value, reqwest::header::HeaderMap)>, CardError> {
-        let mut response = request.timeout(self.card_timeout).send().await?;
+        let response = request.timeout(self.card_timeout).send().await?;
         if !response.status().is_success() {
             return Ok(None);
         }
+        let headers = response.headers().clone();
+        let body = self.read_body(response).await?;
+        Ok(serde_json::from_slice::<Value>(&body)
+            .ok()
+            .filter(Value::is_object)
+            .map(|card| (card, headers)))
+    }
+
+    /// How long a card request may take.
+    pub fn card_timeout(&self) -> Duration {
+        self.card_timeout
+    }
+
+    /// A card answer's body, within `max_card_bytes` (checked as it
+    /// arrives).
+    pub async fn read_body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, CardError> {
         let limit = self.max_card_bytes;
         if response.content_length().is_some_and(|n| n > limit as u64) {
             return Err(CardError::TooLarge(limit));
@@ -158,11 +205,7 @@ impl Agent {
             }
             body.extend_from_slice(&chunk);
         }
-        let headers = response.headers().clone();
-        Ok(serde_json::from_slice::<Value>(&body)
-            .ok()
-            .filter(Value::is_object)
-            .map(|card| (card, headers)))
+        Ok(body)
     }
 
     fn card_urls(&self) -> Vec<Url> {
@@ -187,6 +230,7 @@ impl Agent {
         CardInfo {
             jsonrpc_url: url.unwrap_or_else(|| self.config.upstream.clone()),
             version,
+            signature: self.verify_card(&card),
             card,
             fetched: Instant::now(),
         }
@@ -209,6 +253,84 @@ impl Agent {
             );
         }
         false
+    }
+
+    /// What `card`'s signatures are worth, when the agent's policy checks
+    /// them.
+    pub fn verify_card(&self, card: &Value) -> Option<Verdict> {
+        Some(self.card_keys.as_ref()?.verify(card))
+    }
+
+    /// The signature verdict of the card in use, when checked.
+    pub fn card_signature(&self) -> Option<Verdict> {
+        self.card()?.signature.clone()
+    }
+
+    /// Why the agent may not be called because of its card: under
+    /// `require`, a card whose signatures do not verify (or no card).
+    pub async fn untrusted(&self) -> Option<&'static str> {
+        if self.config.card_signatures != Policy::Require {
+            return None;
+        }
+        let verified = self
+            .current_card()
+            .await
+            .is_some_and(|card| matches!(card.signature, Some(Verdict::Verified(_))));
+        (!verified).then_some(UNTRUSTED_CARD)
+    }
+
+    /// `Authorization` with the gateway's own token for this agent, when
+    /// it has credentials that need no caller; a failure is kept for
+    /// `/readyz` (`Credentials::failing`) and logged.
+    async fn own_token(&self) -> Option<reqwest::header::HeaderValue> {
+        let credentials = self.credentials.as_ref()?;
+        match credentials
+            .own_token(&self.client(), self.card_token_url().as_ref())
+            .await?
+        {
+            Ok(token) => {
+                let mut value =
+                    reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+                        .ok()?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+            Err(err) => {
+                tracing::warn!(agent = self.name(), "no token for the agent: {err}");
+                None
+            }
+        }
+    }
+
+    /// `card_token_url`, waiting for the card's first fetch when the
+    /// configuration names no token URL (a request right after the start
+    /// would otherwise find no card yet). Not for the card's own fetch,
+    /// which holds the turn this waits for.
+    pub async fn card_token_url_now(&self) -> Option<Url> {
+        let configured = self.credentials.as_ref().is_some_and(|c| c.has_token_url());
+        if !configured && self.card().is_none() {
+            let _ = self.current_card().await;
+        }
+        self.card_token_url()
+    }
+
+    /// The OAuth2 client-credentials `tokenUrl` the card declares (1.0
+    /// `oauth2SecurityScheme.flows`, 0.3 `flows`), only on the agent's own
+    /// origin or an `allowed_origins` one: where the gateway's client
+    /// secret would go, so the operator says where that may be.
+    pub fn card_token_url(&self) -> Option<Url> {
+        let card = self.card()?;
+        let schemes = card.card.get("securitySchemes")?.as_object()?;
+        schemes.values().find_map(|scheme| {
+            let flows = scheme
+                .pointer("/oauth2SecurityScheme/flows")
+                .or_else(|| scheme.get("flows"))?;
+            let url = Url::parse(flows.pointer("/clientCredentials/tokenUrl")?.as_str()?).ok()?;
+            let origin = url.origin();
+            let allowed = origin == self.config.upstream.origin()
+                || self.config.allowed_origins.contains(&origin);
+            (matches!(url.scheme(), "http" | "https") && allowed).then_some(url)
+        })
     }
 
     /// Where and how to send a call the gateway builds itself.

@@ -2,16 +2,19 @@
 //! the converted stream's call) and everything about calling it: its card
 //! (`card`), the bodies the gateway writes (`rpc`), where a request goes
 //! (`target`), which headers go (`forwarding`), how each call is built
-//! (`outbound`), the lean connection of converted streams (`lean`).
+//! (`outbound`), the lean connection of converted streams (`lean`), its
+//! clients as its TLS files make them (`tls`).
 
 mod card;
+pub mod credentials;
 pub mod forwarding;
 pub mod lean;
 pub mod outbound;
 mod rpc;
 pub mod target;
+pub mod tls;
 
-pub use card::{CardError, CardInfo, CardStatus, card_endpoint};
+pub use card::{CardError, CardInfo, CardStatus, UNTRUSTED_CARD, card_endpoint};
 pub use rpc::{
     A2UI_MEDIA_TYPE, OutgoingMessage, OutgoingPart, TaskCall, list_tasks_request,
     streaming_request, task_request,
@@ -28,6 +31,7 @@ use futures::{Stream, TryStreamExt};
 
 use self::lean::LeanError;
 use crate::config::{AgentConfig, Limits};
+use crate::signing::{Policy, TrustedKeys};
 use crate::upstream::forwarding::via_entry;
 
 pub struct Agent {
@@ -37,11 +41,12 @@ pub struct Agent {
     pub configured_headers: Vec<(HeaderName, HeaderValue)>,
     /// This gateway's `Via` entry.
     pub via: String,
-    /// For passthrough and cards: reqwest's per-read timeout bounds them.
-    pub client: reqwest::Client,
-    /// For converted streams, whose relay keeps its own idle timer: no
-    /// per-read timer on every chunk (see `send_stream`).
-    pub stream_client: reqwest::Client,
+    /// Its HTTP clients, rebuilt when its TLS files change.
+    clients: tls::Reloadable,
+    /// The tokens the gateway gets to call it (`[agents.NAME.auth]`).
+    pub credentials: Option<credentials::Credentials>,
+    /// The keys its card may be signed with, when its policy checks them.
+    card_keys: Option<Arc<TrustedKeys>>,
     card_timeout: Duration,
     max_card_bytes: usize,
     card: RwLock<Option<Arc<CardInfo>>>,
@@ -95,6 +100,9 @@ pub enum UpstreamError {
     Lean(LeanError),
     #[error("no response headers within {} s", .0.as_secs())]
     NoResponse(Duration),
+    /// Not called: no token, or a card that must verify and does not.
+    #[error("{}", .0.message)]
+    Refused(outbound::Refusal),
 }
 
 impl UpstreamError {
@@ -103,7 +111,7 @@ impl UpstreamError {
         match self {
             UpstreamError::Request(err) => err.is_connect(),
             UpstreamError::Lean(err) => err.is_connect(),
-            UpstreamError::NoResponse(_) => false,
+            UpstreamError::NoResponse(_) | UpstreamError::Refused(_) => false,
         }
     }
 
@@ -113,6 +121,7 @@ impl UpstreamError {
             UpstreamError::Request(err) => err.is_timeout(),
             UpstreamError::Lean(err) => err.is_connect_timeout(),
             UpstreamError::NoResponse(_) => true,
+            UpstreamError::Refused(_) => false,
         }
     }
 }
@@ -122,18 +131,10 @@ impl Agent {
         config: AgentConfig,
         gateway_id: &str,
         limits: &Limits,
-    ) -> Result<Agent, reqwest::Error> {
-        let builder = || {
-            reqwest::Client::builder()
-                .connect_timeout(config.connect_timeout)
-                .tcp_nodelay(true)
-                .no_proxy()
-                .redirect(reqwest::redirect::Policy::none())
-        };
-        // A per-read timeout (reset by every chunk, also bounds the wait for
-        // headers); never a total deadline, which would cut streams.
-        let client = builder().read_timeout(config.idle_timeout).build()?;
-        let stream_client = builder().build()?;
+        card_keys: Option<Arc<TrustedKeys>>,
+    ) -> Result<Agent, tls::ClientError> {
+        let stamp = tls::Stamp::of(&config.tls);
+        let clients = tls::Reloadable::new(tls::build(&config)?, stamp);
         // The configuration check refuses invalid headers; none is dropped
         // silently here for want of a path to report it.
         let configured_headers = config
@@ -149,9 +150,10 @@ impl Agent {
         Ok(Agent {
             configured_headers,
             via: via_entry(gateway_id),
+            credentials: config.auth.clone().map(credentials::Credentials::new),
+            card_keys: card_keys.filter(|_| config.card_signatures != Policy::Off),
             config,
-            client,
-            stream_client,
+            clients,
             card_timeout: limits.card_timeout,
             max_card_bytes: limits.max_card_bytes,
             card: RwLock::new(None),
@@ -167,13 +169,32 @@ impl Agent {
     /// body by the relay's own idle timer. Plain-HTTP agents get a
     /// connection of the relay's own (`lean`); HTTPS ones go through
     /// reqwest.
+    /// A 401 to a call carrying the gateway's token is sent once more with
+    /// a new one (`renewal`).
     pub async fn send_stream(
         &self,
         request: reqwest::RequestBuilder,
+        renewal: Option<&outbound::Renewal>,
     ) -> Result<StreamResponse, UpstreamError> {
-        let idle = self.config.idle_timeout;
         let (client, request) = request.build_split();
         let request = request.map_err(UpstreamError::Request)?;
+        let spare = renewal.and_then(|_| request.try_clone());
+        let response = self.send_stream_once(&client, request).await?;
+        if response.status == reqwest::StatusCode::UNAUTHORIZED
+            && let (Some(renewal), Some(spare)) = (renewal, spare)
+            && let Some(again) = renewal.retried(self, spare).await
+        {
+            return self.send_stream_once(&client, again).await;
+        }
+        Ok(response)
+    }
+
+    async fn send_stream_once(
+        &self,
+        client: &reqwest::Client,
+        request: reqwest::Request,
+    ) -> Result<StreamResponse, UpstreamError> {
+        let idle = self.config.idle_timeout;
         let send = async {
             if lean::serves(&request) {
                 let response = lean::send(&request, self.config.connect_timeout)
@@ -205,5 +226,42 @@ impl Agent {
 
     pub fn name(&self) -> &str {
         &self.config.name
+    }
+
+    /// For passthrough and cards: reqwest's per-read timeout bounds them.
+    pub fn client(&self) -> reqwest::Client {
+        self.clients.get().client.clone()
+    }
+
+    /// For converted streams, whose relay keeps its own idle timer: no
+    /// per-read timer on every chunk (see `send_stream`).
+    pub fn stream_client(&self) -> reqwest::Client {
+        self.clients.get().stream_client.clone()
+    }
+
+    /// Rebuilds the clients when the agent's TLS files changed.
+    pub fn reload_tls(&self) -> bool {
+        self.clients.reload(&self.config)
+    }
+
+    /// Looks at the agent's TLS files every `tls::CHECK_EVERY` until
+    /// `stop`, and rebuilds its clients when they changed. Nothing to do
+    /// for an agent without TLS files.
+    pub fn spawn_tls_watch(self: &Arc<Self>, stop: tokio_util::sync::CancellationToken) {
+        if self.config.tls.files().next().is_none() {
+            return;
+        }
+        let agent = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(tls::CHECK_EVERY) => {}
+                }
+                // Reading files blocks: off the async workers.
+                let watched = agent.clone();
+                let _ = tokio::task::spawn_blocking(move || watched.reload_tls()).await;
+            }
+        });
     }
 }

@@ -19,8 +19,11 @@ use reqwest::RequestBuilder;
 use serde_json::Value;
 use url::Url;
 
+use crate::config::Secret;
+use crate::edge::auth::Principal;
 use crate::edge::error::ApiError;
 use crate::random::random_u64;
+use crate::upstream::credentials::TokenError;
 use crate::upstream::forwarding::{Caller, upstream_headers};
 use crate::upstream::target::{base_url, upstream_url};
 use crate::upstream::{
@@ -33,12 +36,82 @@ use crate::upstream::{
 pub struct Outgoing {
     pub request: RequestBuilder,
     pub span: CallSpan,
+    /// Set when the call carries a token the gateway got: how to try once
+    /// more after the agent refuses it.
+    pub renewal: Option<Renewal>,
 }
 
 impl Outgoing {
-    fn new(request: RequestBuilder, span: CallSpan) -> Outgoing {
-        Outgoing { request, span }
+    fn new(request: RequestBuilder, span: CallSpan, renewal: Option<Renewal>) -> Outgoing {
+        Outgoing {
+            request,
+            span,
+            renewal,
+        }
     }
+}
+
+/// A call's token and whose it is: what a 401 from the agent renews.
+#[derive(Clone)]
+pub struct Renewal {
+    subject: Option<Secret>,
+    bearer: Secret,
+}
+
+impl Renewal {
+    /// `spare` (a copy of a call the agent answered 401) with a new token,
+    /// the refused one dropped from the cache; `None` when no other token
+    /// can be had. Once per call: the answer to this one is final.
+    pub async fn retried(
+        &self,
+        agent: &Agent,
+        mut spare: reqwest::Request,
+    ) -> Option<reqwest::Request> {
+        let credentials = agent.credentials.as_ref()?;
+        let subject = self.subject.as_ref().map(Secret::expose);
+        credentials.refused(subject, &self.bearer).await;
+        let card_url = agent.card_token_url_now().await;
+        let token = credentials
+            .token(&agent.client(), subject, card_url.as_ref())
+            .await
+            .ok()?;
+        tracing::info!(
+            agent = agent.name(),
+            "the agent refused the gateway's token (401): sending the call again with a new one"
+        );
+        spare
+            .headers_mut()
+            .insert(header::AUTHORIZATION, bearer_value(&token)?);
+        Some(spare)
+    }
+}
+
+/// `Authorization: Bearer <token>`, marked sensitive (never logged by the
+/// HTTP stack).
+fn bearer_value(token: &Secret) -> Option<HeaderValue> {
+    let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose())).ok()?;
+    value.set_sensitive(true);
+    Some(value)
+}
+
+/// Sends a call; a 401 to a call carrying the gateway's token is sent once
+/// more with a new token (`Renewal`).
+pub async fn send(
+    agent: &Agent,
+    request: RequestBuilder,
+    renewal: Option<&Renewal>,
+) -> Result<reqwest::Response, reqwest::Error> {
+    let (client, request) = request.build_split();
+    let request = request?;
+    let spare = renewal.and_then(|_| request.try_clone());
+    let response = client.execute(request).await?;
+    if response.status() == reqwest::StatusCode::UNAUTHORIZED
+        && let (Some(renewal), Some(spare)) = (renewal, spare)
+        && let Some(again) = renewal.retried(agent, spare).await
+    {
+        return client.execute(again).await;
+    }
+    Ok(response)
 }
 
 /// What the relay can read: an A2A stream, or one JSON answer.
@@ -52,20 +125,129 @@ const CONVERTED_ACCEPT: &str = "text/event-stream, application/json";
 pub struct Forwarded {
     headers: HeaderMap,
     trace: Option<SharedTrace>,
+    /// The token the gateway got for the agent (`Agent::credentials`),
+    /// sent as `Authorization` on every call of the request; never
+    /// journaled.
+    bearer: Option<Secret>,
+    /// The caller's bearer token, kept out of the headers when the agent
+    /// has credentials of its own: what a token exchange trades.
+    subject: Option<Secret>,
+    /// Why the agent may not be called (`authorized`).
+    refusal: Option<Refusal>,
+}
+
+/// Why a request's agent may not be called: its code (upstream side) and
+/// the client's message.
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    pub code: ErrorCode,
+    pub message: String,
 }
 
 impl Forwarded {
     pub fn new(agent: &Agent, incoming: &HeaderMap, caller: Option<&Caller>) -> Forwarded {
-        Forwarded {
-            headers: upstream_headers(
-                incoming,
-                caller,
-                &agent.config.forward,
-                &agent.configured_headers,
-                &agent.via,
-            ),
-            trace: None,
+        let mut headers = upstream_headers(
+            incoming,
+            caller,
+            &agent.config.forward,
+            &agent.configured_headers,
+            &agent.via,
+        );
+        // An agent the gateway holds credentials for never gets the
+        // caller's own token (its audience is the gateway): it is kept
+        // aside, what a token exchange trades once `authorized` knows it
+        // was verified.
+        let subject = match agent.credentials.is_some() {
+            true => incoming
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| {
+                    let (scheme, token) = v.trim().split_once(' ')?;
+                    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+                })
+                .map(Secret::new),
+            false => None,
+        };
+        if agent.credentials.is_some() {
+            headers.remove(header::AUTHORIZATION);
         }
+        Forwarded {
+            headers,
+            trace: None,
+            bearer: None,
+            subject,
+            refusal: None,
+        }
+    }
+
+    /// Gets the agent's token for this request's calls (the gateway's own,
+    /// or the caller's exchanged), when the agent has credentials.
+    pub async fn authorize(&mut self, agent: &Agent) -> Result<(), TokenError> {
+        if let Some(credentials) = &agent.credentials {
+            let subject = self.subject.as_ref().map(Secret::expose);
+            let card_url = agent.card_token_url_now().await;
+            let token = credentials
+                .token(&agent.client(), subject, card_url.as_ref())
+                .await?;
+            self.bearer = Some(token);
+        }
+        Ok(())
+    }
+
+    /// Whether the agent may be called for a request the gate let in, and
+    /// with what: under `card_signatures = "require"` its card must verify
+    /// (else `UPSTREAM_CARD_UNTRUSTED`), and `authorize` must get its token
+    /// (else `UPSTREAM_AUTH_FAILED`). A refusal is kept, not returned: a
+    /// run shows it as its `RUN_ERROR` (AG-UI clients report a failed run,
+    /// not a transport error), any other call as a 502 (`usable`). Only a
+    /// caller's JWT the gate verified (`Principal::Subject`) is a subject
+    /// to exchange: an API key sent as a bearer token is the gateway's
+    /// business alone.
+    pub async fn authorized(mut self, agent: &Agent, principal: Option<&Principal>) -> Forwarded {
+        if !matches!(principal, Some(Principal::Subject(_))) {
+            self.subject = None;
+        }
+        if let Some(reason) = agent.untrusted().await {
+            self.refusal = Some(Refusal {
+                code: ErrorCode::UpstreamCardUntrusted,
+                message: reason.to_owned(),
+            });
+            return self;
+        }
+        if let Err(err) = self.authorize(agent).await {
+            tracing::warn!(agent = agent.name(), "no token for the agent: {err}");
+            self.refusal = Some(Refusal {
+                code: ErrorCode::UpstreamAuthFailed,
+                message: format!("no token for the upstream agent: {err}"),
+            });
+        }
+        self
+    }
+
+    /// Why the agent may not be called for this request, if it may not.
+    pub fn refusal(&self) -> Option<&Refusal> {
+        self.refusal.as_ref()
+    }
+
+    /// The request's headers for a call that is not a run: a refusal is
+    /// the client's 502, before any call.
+    pub fn usable(self) -> Result<Forwarded, ApiError> {
+        match &self.refusal {
+            None => Ok(self),
+            Some(refusal) => Err(ApiError::new(
+                axum::http::StatusCode::BAD_GATEWAY,
+                refusal.code,
+                refusal.message.clone(),
+            )),
+        }
+    }
+
+    /// How a call of this request tries again after a 401.
+    fn renewal(&self) -> Option<Renewal> {
+        Some(Renewal {
+            subject: self.subject.clone(),
+            bearer: self.bearer.clone()?,
+        })
     }
 
     /// The calls carry the request's trace. The spans are opened as the
@@ -83,6 +265,9 @@ impl Forwarded {
     /// policy forwarded it).
     fn for_call(&self, agent: &Agent) -> (HeaderMap, CallSpan) {
         let mut headers = self.headers.clone();
+        if let Some(value) = self.bearer.as_ref().and_then(bearer_value) {
+            headers.insert(header::AUTHORIZATION, value);
+        }
         let span = match &self.trace {
             Some(trace) => trace.call_upstream(agent.name(), &mut headers),
             None => CallSpan::default(),
@@ -155,11 +340,11 @@ pub fn passthrough(
 ) -> Outgoing {
     let (headers, span) = forwarded.for_call(agent);
     let request = agent
-        .client
+        .client()
         .request(method, url)
         .headers(headers)
         .body(body);
-    Outgoing::new(request, span)
+    Outgoing::new(request, span, forwarded.renewal())
 }
 
 /// A client's own A2A call whose answer the gateway converts.
@@ -176,11 +361,11 @@ pub fn forward(
         speaks_1_0(&mut headers);
     }
     let request = agent
-        .stream_client
+        .stream_client()
         .request(method, url)
         .headers(headers)
         .body(body);
-    Outgoing::new(request, span)
+    Outgoing::new(request, span, forwarded.renewal())
 }
 
 /// A streaming call the gateway writes itself (from the seed's body or a
@@ -208,8 +393,9 @@ pub async fn build(
         headers.insert("x-a2a-extensions", list);
     }
     Outgoing::new(
-        agent.stream_client.post(url).headers(headers).json(&body),
+        agent.stream_client().post(url).headers(headers).json(&body),
         span,
+        forwarded.renewal(),
     )
 }
 
@@ -230,11 +416,15 @@ pub async fn task_call(
     }
     let client = if call == TaskCall::Subscribe {
         converted(&mut headers);
-        &agent.stream_client
+        agent.stream_client()
     } else {
-        &agent.client
+        agent.client()
     };
-    Outgoing::new(client.post(url).headers(headers).json(&body), span)
+    Outgoing::new(
+        client.post(url).headers(headers).json(&body),
+        span,
+        forwarded.renewal(),
+    )
 }
 
 /// One page of a context's tasks (A2A 1.0 `ListTasks`), with the
@@ -251,16 +441,24 @@ pub async fn list_tasks(
     let body = list_tasks_request(context, page_token, &rpc_id);
     let (mut headers, span) = forwarded.for_gateway_body(agent);
     speaks_1_0(&mut headers);
-    Outgoing::new(agent.client.post(url).headers(headers).json(&body), span)
+    Outgoing::new(
+        agent.client().post(url).headers(headers).json(&body),
+        span,
+        forwarded.renewal(),
+    )
 }
 
 impl Outgoing {
     /// Sends the call and reads its whole answer, when it succeeds, within
     /// `limit` bytes (checked as it arrives) and the agent's idle timeout.
     pub async fn answer(self, agent: &Agent, limit: usize) -> Option<Vec<u8>> {
-        let Outgoing { request, span } = self;
+        let Outgoing {
+            request,
+            span,
+            renewal,
+        } = self;
         let read = async {
-            let Ok(response) = request.send().await else {
+            let Ok(response) = send(agent, request, renewal.as_ref()).await else {
                 span.fail("unreachable");
                 return None;
             };
@@ -299,7 +497,11 @@ pub fn card(agent: &Agent, path: &str, forwarded: &Forwarded) -> Result<Outgoing
         header::ACCEPT_ENCODING,
         HeaderValue::from_static("identity"),
     );
-    Ok(Outgoing::new(agent.client.get(url).headers(headers), span))
+    Ok(Outgoing::new(
+        agent.client().get(url).headers(headers),
+        span,
+        forwarded.renewal(),
+    ))
 }
 
 /// A converted call: the gateway reads the answer itself, so it, not the

@@ -8,6 +8,7 @@
 mod agui_endpoint;
 mod auth;
 mod batching;
+mod card_signing;
 mod config;
 mod copilotkit;
 mod cors;
@@ -31,6 +32,8 @@ mod resume;
 mod streaming;
 mod support;
 mod telemetry;
+mod upstream_auth;
+mod upstream_tls;
 
 use serde_json::{Value, json};
 use support::*;

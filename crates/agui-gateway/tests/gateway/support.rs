@@ -147,6 +147,14 @@ pub fn gateway_for(upstream: &str, extra: &[&str]) -> Process {
 /// using what AG-UI clients send through the gateway's extension). `tests/agents/setup.sh`
 /// installs them (the test command runs it first).
 pub fn agent(name: &str) -> Process {
+    agent_with::<&str>(name, &[])
+}
+
+/// [`agent`] with more environment (`TLS_CERT`, `TLS_KEY`, `TLS_CLIENT_CA`
+/// serve HTTPS and mutual TLS: `tests/frameworks/_serve.py`;
+/// `REQUIRE_BEARER_JWKS` and its kin guard python-v1 with OAuth2 bearer
+/// tokens: `tests/agents/python-v1/bearer.py`).
+pub fn agent_with<V: AsRef<std::ffi::OsStr>>(name: &str, env: &[(&str, V)]) -> Process {
     let root = repo_root();
     let dir = root.join("tests/agents");
     let mut command = match name {
@@ -182,6 +190,9 @@ pub fn agent(name: &str) -> Process {
         .args(["--port", "0"])
         .env("DELAY_MS", "5")
         .current_dir(&dir);
+    for (key, value) in env {
+        command.env(key, value);
+    }
     start(command, "READY ", name)
 }
 
@@ -214,6 +225,38 @@ pub async fn metrics_of(gateway: &Process) -> String {
         .text()
         .await
         .expect("metrics")
+}
+
+/// `check-config FILE`: whether it passed, and what it wrote on standard
+/// error.
+pub fn check_config(file: &Path) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_agui-gateway"))
+        .arg("check-config")
+        .arg(file)
+        .output()
+        .expect("check-config runs");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// `agents.a` of the gateway's `/readyz`, once it reports an error
+/// (bounded: 5 s), or as it is then.
+pub async fn agent_a_failing(gw: &Process) -> Value {
+    let mut ready = Value::Null;
+    for _ in 0..50 {
+        ready = http_get(format!("{}/readyz", gw.url()))
+            .await
+            .json()
+            .await
+            .expect("JSON");
+        if ready["agents"]["a"]["error"].is_string() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    ready["agents"]["a"].clone()
 }
 
 /// Everything the `input` agent received (messages and cancels), in order.
