@@ -126,8 +126,12 @@ impl TrustedKeys {
         Ok(TrustedKeys(keys))
     }
 
-    /// Checks `card`'s `signatures`.
-    pub fn verify(&self, card: &Value) -> Verdict {
+    /// Checks `card`'s `signatures`. When the one that verifies covers
+    /// only the card's A2A 1.0 fields (a2a-python 1.x's form), `card` is
+    /// narrowed to those fields (and its signatures): the 0.3 fields beside
+    /// them (`url`, `additionalInterfaces`, a 0.3 scheme's `tokenUrl`) are
+    /// nobody's word, and the gateway must not route by them.
+    pub fn verify(&self, card: &mut Value) -> Verdict {
         let Some(signatures) = card
             .get("signatures")
             .and_then(Value::as_array)
@@ -136,16 +140,28 @@ impl TrustedKeys {
             return Verdict::Unsigned;
         };
         let forms = canonical_forms(card);
-        for signature in signatures.iter().take(MAX_SIGNATURES) {
-            if let Some(kid) = self.check(signature, &forms) {
-                return Verdict::Verified(kid);
+        let verified = signatures
+            .iter()
+            .take(MAX_SIGNATURES)
+            .find_map(|signature| self.check(signature, &forms));
+        match verified {
+            None => Verdict::Invalid,
+            Some((kid, form)) => {
+                if form == Form::V1Fields {
+                    let signatures = card.get("signatures").cloned();
+                    *card = v1_fields(card);
+                    if let Some(signatures) = signatures {
+                        card["signatures"] = signatures;
+                    }
+                }
+                Verdict::Verified(kid)
             }
         }
-        Verdict::Invalid
     }
 
-    /// The `kid` of the key `signature` verifies with, if one does.
-    fn check(&self, signature: &Value, forms: &[String]) -> Option<Option<String>> {
+    /// The `kid` of the key `signature` verifies with, and over which
+    /// form, if one does.
+    fn check(&self, signature: &Value, forms: &[(Form, String)]) -> Option<(Option<String>, Form)> {
         let protected = signature.get("protected")?.as_str()?;
         let value = signature.get("signature")?.as_str()?;
         if protected.len() > MAX_PROTECTED_BYTES {
@@ -161,12 +177,12 @@ impl TrustedKeys {
                 && (kid.is_none() || trusted.kid.is_none() || trusted.kid.as_deref() == kid)
         });
         for trusted in candidates {
-            for form in forms {
-                let message = format!("{protected}.{}", b64().encode(form));
+            for (form, bytes) in forms {
+                let message = format!("{protected}.{}", b64().encode(bytes));
                 if jsonwebtoken::crypto::verify(value, message.as_bytes(), &trusted.key, algorithm)
                     .unwrap_or(false)
                 {
-                    return Some(trusted.kid.clone());
+                    return Some((trusted.kid.clone(), *form));
                 }
             }
         }
@@ -256,7 +272,7 @@ impl Signer {
         }
         let protected = b64().encode(header.to_string());
         let mut signatures = Vec::new();
-        for form in canonical_forms(card) {
+        for (_, form) in canonical_forms(card) {
             let message = format!("{protected}.{}", b64().encode(form));
             match jsonwebtoken::crypto::sign(message.as_bytes(), &self.key, self.algorithm) {
                 Ok(signature) => {
@@ -334,50 +350,55 @@ struct Prune {
     defaults: bool,
 }
 
+/// What a canonical form covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// Every field of the card (the empties and nulls a signer drops mean
+    /// nothing).
+    Whole,
+    /// Its A2A 1.0 fields only.
+    V1Fields,
+}
+
 /// The forms a signer may have canonicalised `card` to, without its
-/// `signatures`, the specification's first, each once.
-fn canonical_forms(card: &Value) -> Vec<String> {
+/// `signatures`, the specification's first, each once (a form equal to
+/// one before it counts as that one: the whole card's first).
+fn canonical_forms(card: &Value) -> Vec<(Form, String)> {
     let mut bare = card.clone();
     if let Some(object) = bare.as_object_mut() {
         object.remove("signatures");
     }
     let empty = || Value::Object(Default::default());
+    let keep_nulls = Prune {
+        nulls: false,
+        defaults: false,
+    };
+    let drop_nulls = Prune {
+        nulls: true,
+        defaults: false,
+    };
+    let protobuf = Prune {
+        nulls: true,
+        defaults: true,
+    };
     let candidates = [
-        bare.clone(),
+        (Form::Whole, bare.clone()),
         // a2a-python 0.3 and 1.x over the card as served.
-        pruned(
-            &bare,
-            Prune {
-                nulls: false,
-                defaults: false,
-            },
-        )
-        .unwrap_or_else(empty),
+        (Form::Whole, pruned(&bare, keep_nulls).unwrap_or_else(empty)),
         // a2a-js.
-        pruned(
-            &bare,
-            Prune {
-                nulls: true,
-                defaults: false,
-            },
-        )
-        .unwrap_or_else(empty),
+        (Form::Whole, pruned(&bare, drop_nulls).unwrap_or_else(empty)),
         // a2a-python 1.x: its protobuf card, without the 0.3 fields it
         // merges into the card it serves.
-        pruned(
-            &v1_fields(&bare),
-            Prune {
-                nulls: true,
-                defaults: true,
-            },
-        )
-        .unwrap_or_else(empty),
+        (
+            Form::V1Fields,
+            pruned(&v1_fields(&bare), protobuf).unwrap_or_else(empty),
+        ),
     ];
-    let mut forms: Vec<String> = Vec::with_capacity(candidates.len());
-    for candidate in &candidates {
-        let form = canonical(candidate);
-        if !forms.contains(&form) {
-            forms.push(form);
+    let mut forms: Vec<(Form, String)> = Vec::with_capacity(candidates.len());
+    for (form, candidate) in &candidates {
+        let bytes = canonical(candidate);
+        if !forms.iter().any(|(_, known)| *known == bytes) {
+            forms.push((*form, bytes));
         }
     }
     forms
@@ -628,7 +649,7 @@ mod tests {
         let mut card = card();
         signer.sign(&mut card, Some("https://gw/v1/card-keys"));
         assert_eq!(
-            keys.verify(&card),
+            keys.verify(&mut card.clone()),
             Verdict::Verified(Some("gw-1".to_owned()))
         );
         // One signature per distinct form; signing again replaces them.
@@ -638,18 +659,18 @@ mod tests {
         assert_eq!(card["signatures"].as_array().map_or(0, Vec::len), count);
         let mut tampered = card.clone();
         tampered["description"] = json!("Forecasts, now cheaper");
-        assert_eq!(keys.verify(&tampered), Verdict::Invalid);
+        assert_eq!(keys.verify(&mut tampered), Verdict::Invalid);
         let mut moved = card.clone();
         moved["supportedInterfaces"][0]["url"] = json!("https://elsewhere/a2a");
-        assert_eq!(keys.verify(&moved), Verdict::Invalid);
+        assert_eq!(keys.verify(&mut moved), Verdict::Invalid);
         let mut unsigned = card.clone();
         unsigned.as_object_mut().map(|o| o.remove("signatures"));
-        assert_eq!(keys.verify(&unsigned), Verdict::Unsigned);
+        assert_eq!(keys.verify(&mut unsigned), Verdict::Unsigned);
         // Another key, even one named like the trusted one, does not verify.
         let other = Signer::from_pem(ec_pem().as_bytes(), "ES256", Some("gw-1")).expect("signer");
         let mut forged = card.clone();
         other.sign(&mut forged, None);
-        assert_eq!(keys.verify(&forged), Verdict::Invalid);
+        assert_eq!(keys.verify(&mut forged), Verdict::Invalid);
     }
 
     #[test]
@@ -674,7 +695,7 @@ mod tests {
                 .expect("signed");
         card["signatures"] = json!([{ "protected": protected, "signature": signature }]);
         assert!(matches!(
-            trusted(&signer).verify(&card),
+            trusted(&signer).verify(&mut card),
             Verdict::Verified(_)
         ));
     }
@@ -689,15 +710,26 @@ mod tests {
         )))
         .expect("the recording");
         let keys = TrustedKeys::from_jwks(&recorded["jwks"].to_string()).expect("keys");
-        let card = &recorded["card"];
-        assert!(card.get("additionalInterfaces").is_some());
+        let served = &recorded["card"];
+        assert!(served.get("additionalInterfaces").is_some());
+        let mut card = served.clone();
         assert_eq!(
-            keys.verify(card),
+            keys.verify(&mut card),
             Verdict::Verified(Some("agent-key".to_owned()))
         );
-        let mut tampered = card.clone();
+        // What its signature covers, and no more: the 0.3 fields go.
+        assert_eq!(card.get("additionalInterfaces"), None);
+        assert_eq!(card.get("url"), None);
+        assert_eq!(card["supportedInterfaces"], served["supportedInterfaces"]);
+        assert_eq!(card["signatures"], served["signatures"]);
+        let mut tampered = served.clone();
         tampered["skills"][0]["examples"][0] = json!("free");
-        assert_eq!(keys.verify(&tampered), Verdict::Invalid);
+        assert_eq!(keys.verify(&mut tampered), Verdict::Invalid);
+        // A 0.3 field changed still verifies, but is not kept.
+        let mut moved = served.clone();
+        moved["url"] = json!("http://127.0.0.1:1/elsewhere");
+        assert!(matches!(keys.verify(&mut moved), Verdict::Verified(_)));
+        assert_eq!(moved.get("url"), None);
     }
 
     #[test]
@@ -712,7 +744,7 @@ mod tests {
             signature["protected"] = json!(b64().encode(header.to_string()));
             let mut card = card.clone();
             card["signatures"] = json!([signature]);
-            keys.verify(&card)
+            keys.verify(&mut card)
         };
         // "none", an HMAC over the public key, another algorithm, garbage.
         assert_eq!(
@@ -730,7 +762,7 @@ mod tests {
         assert_eq!(rewrite(json!("not an object")), Verdict::Invalid);
         let mut card = card.clone();
         card["signatures"] = json!([{ "protected": "%%%", "signature": 7 }, "x", null]);
-        assert_eq!(keys.verify(&card), Verdict::Invalid);
+        assert_eq!(keys.verify(&mut card), Verdict::Invalid);
         // A symmetric key is not a trusted key.
         let oct = json!({ "keys": [{ "kty": "oct", "k": "c2VjcmV0", "kid": "h" }] });
         assert!(TrustedKeys::from_jwks(&oct.to_string()).is_err());
@@ -747,5 +779,80 @@ mod tests {
         assert!(err("not a key", "ES256").starts_with("signing_key: not a ES256 private key"));
         assert!(err(&ec_pem(), "HS256").contains("an asymmetric algorithm"));
         assert!(err(&ec_pem(), "XX1").contains("is not a JWS algorithm"));
+    }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// Any JSON an agent may send as a card.
+        fn json() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::from),
+                any::<i64>().prop_map(Value::from),
+                any::<f64>().prop_map(|f| json!(f)),
+                ".{0,12}".prop_map(Value::from),
+            ];
+            leaf.prop_recursive(4, 48, 6, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                    prop::collection::btree_map(".{0,8}", inner, 0..6)
+                        .prop_map(|m| Value::Object(m.into_iter().collect())),
+                ]
+            })
+        }
+
+        /// A signature entry as a hostile card may hold one: any header
+        /// (a real algorithm and the trusted key's id among them) and any
+        /// signature bytes.
+        fn signature() -> impl Strategy<Value = Value> {
+            let algs = prop_oneof![
+                Just("ES256"),
+                Just("HS256"),
+                Just("none"),
+                Just("RS256"),
+                Just("EdDSA")
+            ];
+            (algs, json(), prop::collection::vec(any::<u8>(), 0..80)).prop_map(
+                |(alg, extra, bytes)| {
+                    let header = json!({ "alg": alg, "kid": "k", "x": extra });
+                    json!({
+                        "protected": b64().encode(header.to_string()),
+                        "signature": b64().encode(bytes),
+                    })
+                },
+            )
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(128))]
+
+            /// Whatever an agent's card holds, checking it never panics and
+            /// nothing but a signature by the trusted key verifies.
+            #[test]
+            fn hostile_cards_never_verify(
+                card in json(),
+                signatures in prop::collection::vec(signature(), 0..4),
+                junk in json(),
+            ) {
+                let signer = Signer::from_pem(ec_pem().as_bytes(), "ES256", Some("k"))
+                    .expect("signer");
+                let keys = trusted(&signer);
+                let mut card = match card {
+                    Value::Object(map) => Value::Object(map),
+                    other => json!({ "name": other }),
+                };
+                card["signatures"] = Value::Array(signatures);
+                prop_assert!(!matches!(keys.verify(&mut card.clone()), Verdict::Verified(_)));
+                card["signatures"] = junk;
+                prop_assert!(!matches!(keys.verify(&mut card.clone()), Verdict::Verified(_)));
+                // Signed, it verifies; the canonical form reads back as JSON.
+                signer.sign(&mut card, None);
+                prop_assert!(matches!(keys.verify(&mut card.clone()), Verdict::Verified(_)));
+                prop_assert!(serde_json::from_str::<Value>(&canonical(&card)).is_ok());
+            }
+        }
     }
 }

@@ -202,6 +202,18 @@ pub fn parse(path: &str, text: &str, env: &Environment) -> Result<Config, Config
     let cors = cors_config(&file.cors, &at)?;
     let auth = auth_config(&file.auth, &at)?;
     let card_signing = super::card_signing::from_file(file.card_signing.as_ref(), &at)?;
+    if let Some(table) = &file.card_signing
+        && card_signing.signing_key.is_some()
+        && public_url.is_none()
+    {
+        // A card's addresses come from the request without it: the
+        // gateway would sign a card naming any host a client sent.
+        return Err(at(
+            table.span(),
+            "card_signing.signing_key needs public_url: a signed card must name the gateway's own address, not one a request chose"
+                .to_owned(),
+        ));
+    }
     if auth.jwt.is_none()
         && let Some((name, agent)) = file.agents.iter().find(|(_, agent)| {
             agent

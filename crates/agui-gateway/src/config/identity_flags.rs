@@ -10,7 +10,7 @@ use url::Url;
 use super::{ClientAuth, Config, OAuthClient, Secret, UpstreamAuth};
 use crate::signing::Policy;
 
-#[derive(Debug, Args)]
+#[derive(Args)]
 pub struct IdentityArgs {
     /// The --upstream agent is called with an OAuth2 token the gateway gets as this client (client credentials; see --upstream-token-exchange).
     #[arg(
@@ -81,6 +81,22 @@ pub struct IdentityArgs {
     pub card_signing_alg: Option<String>,
 }
 
+/// The client secret is not shown.
+impl std::fmt::Debug for IdentityArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdentityArgs")
+            .field("upstream_client_id", &self.upstream_client_id)
+            .field(
+                "upstream_client_secret",
+                &self.upstream_client_secret.as_ref().map(|_| "***"),
+            )
+            .field("upstream_token_url", &self.upstream_token_url)
+            .field("upstream_token_exchange", &self.upstream_token_exchange)
+            .field("card_signatures", &self.card_signatures)
+            .finish_non_exhaustive()
+    }
+}
+
 impl IdentityArgs {
     /// The flags over `config`; the `--upstream` agent's only with one.
     /// The error names the flag.
@@ -99,6 +115,12 @@ impl IdentityArgs {
             .card_signing
             .load()
             .map_err(|err| invalid(format!("--card-trusted-keys / --card-signing-key: {err}")))?;
+        if config.card_signing.signing_key.is_some() && config.public_url.is_none() {
+            return Err(invalid(
+                "--card-signing-key needs --public-url: a signed card must name the gateway's own address, not one a request chose"
+                    .to_owned(),
+            ));
+        }
         let single = config.agents.len() == 1;
         if let Some(text) = self.card_signatures {
             let policy = Policy::parse(&text).ok_or_else(|| {
@@ -133,6 +155,12 @@ impl IdentityArgs {
             return Err(invalid(format!(
                 "--upstream-token-url {url}: an http:// or https:// URL"
             )));
+        }
+        if self.upstream_token_exchange && self.upstream_token_url.is_none() {
+            return Err(invalid(
+                "--upstream-token-exchange needs --upstream-token-url: a card's is not used for the caller's token"
+                    .to_owned(),
+            ));
         }
         if self.upstream_token_exchange && config.auth.jwt.is_none() {
             return Err(invalid(
@@ -211,6 +239,8 @@ mod tests {
             "--upstream-client-secret",
             "s",
             "--upstream-token-exchange",
+            "--upstream-token-url",
+            "http://127.0.0.1:9/token",
         ])
         .unwrap_err();
         assert!(

@@ -124,8 +124,9 @@ pub(super) struct FileCardSigning {
     pub(super) signing_kid: Option<String>,
 }
 
-/// `[agents.NAME.auth]`: how the gateway is known to the agent.
-#[derive(Debug, Deserialize)]
+/// `[agents.NAME.auth]`: how the gateway is known to the agent. Its
+/// `Debug` leaves the secret out.
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct FileUpstreamAuth {
     #[serde(rename = "type")]
@@ -138,6 +139,17 @@ pub(super) struct FileUpstreamAuth {
     pub(super) audience: Option<String>,
     pub(super) resource: Option<String>,
     pub(super) actor: Option<bool>,
+}
+
+impl std::fmt::Debug for FileUpstreamAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileUpstreamAuth")
+            .field("kind", &self.kind)
+            .field("token_url", &self.token_url)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "***"))
+            .finish_non_exhaustive()
+    }
 }
 
 /// `[upstream_tls]`: what every agent's TLS starts from.

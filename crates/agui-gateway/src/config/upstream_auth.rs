@@ -137,6 +137,12 @@ pub(super) fn from_file(
             }
             Ok(UpstreamAuth::ClientCredentials(client))
         }
+        // The caller's token goes to the token endpoint: never to one a
+        // card names, which could be the agent's own.
+        "token_exchange" if client.token_url.is_none() => Err(fail(
+            "token_exchange needs token_url (a card's is not used: the caller's token would go where the agent says)"
+                .to_owned(),
+        )),
         "token_exchange" => Ok(UpstreamAuth::TokenExchange {
             client,
             actor: table.actor.unwrap_or(false),

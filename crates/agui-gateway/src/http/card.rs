@@ -114,13 +114,18 @@ pub async fn serve(
     // (which that content and the key decide; a randomised one would
     // change the tag on every request).
     let mut etag = String::new();
-    present(&mut card, agent, signer, bases, |unsigned| {
-        use std::hash::{Hash, Hasher};
-        let mut hasher = std::hash::DefaultHasher::new();
-        unsigned.to_string().hash(&mut hasher);
-        signer.map(Signer::kid).hash(&mut hasher);
-        etag = format!("W/\"{:016x}\"", hasher.finish());
-    })?;
+    present(
+        &mut card,
+        (config, agent, signer),
+        bases,
+        |unsigned, signed| {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::hash::DefaultHasher::new();
+            unsigned.to_string().hash(&mut hasher);
+            signed.then(|| signer.map(Signer::kid)).hash(&mut hasher);
+            etag = format!("W/\"{:016x}\"", hasher.finish());
+        },
+    )?;
     let body = card.to_string();
     let not_modified = headers
         .get(header::IF_NONE_MATCH)
@@ -200,16 +205,19 @@ fn unavailable(agent: &Agent, message: &str) -> ApiError {
 }
 
 /// A card of `agent` as the gateway serves it: checked against its
-/// signature policy, rewritten (`rewrite`), then signed by the gateway
-/// unless the agent's own signatures were checked and failed (it does not
-/// launder those). `unsigned` sees the card between the two. `bases`: the
-/// agent's base, the gateway's for this agent, the gateway's public one.
+/// signature policy (and narrowed to what its signature covers),
+/// rewritten (`rewrite`), then signed by the gateway unless the agent's
+/// own signatures were checked and failed (it does not launder those) or
+/// the card's addresses come from the request (`public_url` unset: a
+/// signed card naming whatever host a client sent would vouch for any
+/// host). `unsigned` sees the card between the two, and whether it will be
+/// signed. `bases`: the agent's base, the gateway's for this agent, the
+/// gateway's public one.
 fn present(
     card: &mut Value,
-    agent: &Agent,
-    signer: Option<&Signer>,
+    (config, agent, signer): (&Config, &Agent, Option<&Signer>),
     (upstream_base, gateway_base, public): (&Url, &str, &str),
-    unsigned: impl FnOnce(&Value),
+    unsigned: impl FnOnce(&Value, bool),
 ) -> Result<(), ApiError> {
     let verdict = agent.verify_card(card);
     if agent.config.card_signatures == Policy::Require
@@ -222,10 +230,10 @@ fn present(
         ));
     }
     rewrite(card, upstream_base, gateway_base);
-    unsigned(card);
-    if let Some(signer) = signer
-        && !matches!(verdict, Some(Verdict::Invalid))
-    {
+    let signer =
+        signer.filter(|_| !matches!(verdict, Some(Verdict::Invalid)) && !varies_by_request(config));
+    unsigned(card, signer.is_some());
+    if let Some(signer) = signer {
         signer.sign(card, Some(&format!("{public}{CARD_KEYS_PATH}")));
     }
     Ok(())
@@ -309,14 +317,18 @@ pub async fn serve_extended(
     if status.is_success()
         && let Some(card) = card.filter(|c| c.is_object())
     {
-        present(card, agent, signer, bases, |_| {})?;
+        present(card, (config, agent, signer), bases, |_, _| {})?;
     }
-    Ok((
+    let mut response = (
         status,
         [(header::CONTENT_TYPE, "application/json")],
         document.to_string(),
     )
-        .into_response())
+        .into_response();
+    if varies_by_request(config) {
+        vary_by_host(response.headers_mut());
+    }
+    Ok(response)
 }
 
 /// Where the gateway publishes its card-signing key (a JWKS document).

@@ -418,6 +418,10 @@ impl RelayState {
 /// Tells the upstream to cancel a task (whose client went away, or whose
 /// interrupt the client cancelled).
 pub async fn send_cancel(agent: &Agent, forwarded: &Forwarded, task: &str) {
+    if forwarded.refusal().is_some() {
+        // Not even a cancel goes to an agent the request may not call.
+        return;
+    }
     let Outgoing {
         request,
         span,

@@ -134,6 +134,13 @@ async fn rebuild(
     // none). A token exchange needs the caller's token, which is never
     // journaled either: such a run goes on without one, and the agent's
     // 401 ends it.
+    if let Some(reason) = agent.untrusted().await {
+        tracing::warn!(
+            run = key,
+            "not taking over a run of an agent whose card does not verify: {reason}"
+        );
+        return None;
+    }
     if let Err(err) = forwarded.authorize(&agent).await {
         tracing::warn!(
             run = key,

@@ -158,9 +158,12 @@ impl Agent {
             if let Ok(mut slot) = self.card.write() {
                 *slot = Some(info.clone());
             }
-            if !authorized {
+            let usable = self.config.card_signatures != Policy::Require
+                || matches!(info.signature, Some(Verdict::Verified(_)));
+            if !authorized && usable {
                 // Now that the card may name the token URL: whether the
-                // gateway can get a token is known before a run needs one.
+                // gateway can get a token is known before a run needs one
+                // (not from a card that must verify and does not).
                 let _ = self.own_token().await;
             }
             return Ok(info);
@@ -224,13 +227,16 @@ impl Agent {
         urls
     }
 
-    fn card_info(&self, card: Value) -> CardInfo {
+    fn card_info(&self, mut card: Value) -> CardInfo {
+        // First: a card whose signature covers only its 1.0 fields is
+        // narrowed to them before anything is read from it.
+        let signature = self.verify_card(&mut card);
         let (version, url) = card_endpoint(&card, self.config.a2a_version);
         let url = url.filter(|url| self.may_call(url));
         CardInfo {
             jsonrpc_url: url.unwrap_or_else(|| self.config.upstream.clone()),
             version,
-            signature: self.verify_card(&card),
+            signature,
             card,
             fetched: Instant::now(),
         }
@@ -256,8 +262,9 @@ impl Agent {
     }
 
     /// What `card`'s signatures are worth, when the agent's policy checks
-    /// them.
-    pub fn verify_card(&self, card: &Value) -> Option<Verdict> {
+    /// them (`TrustedKeys::verify`: `card` may be narrowed to what they
+    /// cover).
+    pub fn verify_card(&self, card: &mut Value) -> Option<Verdict> {
         Some(self.card_keys.as_ref()?.verify(card))
     }
 
@@ -315,9 +322,9 @@ impl Agent {
     }
 
     /// The OAuth2 client-credentials `tokenUrl` the card declares (1.0
-    /// `oauth2SecurityScheme.flows`, 0.3 `flows`), only on the agent's own
-    /// origin or an `allowed_origins` one: where the gateway's client
-    /// secret would go, so the operator says where that may be.
+    /// `oauth2SecurityScheme.flows`, 0.3 `flows`), only on an
+    /// `allowed_origins` origin: where the gateway's client secret would
+    /// go, so the operator says where that may be.
     pub fn card_token_url(&self) -> Option<Url> {
         let card = self.card()?;
         let schemes = card.card.get("securitySchemes")?.as_object()?;
@@ -326,9 +333,10 @@ impl Agent {
                 .pointer("/oauth2SecurityScheme/flows")
                 .or_else(|| scheme.get("flows"))?;
             let url = Url::parse(flows.pointer("/clientCredentials/tokenUrl")?.as_str()?).ok()?;
-            let origin = url.origin();
-            let allowed = origin == self.config.upstream.origin()
-                || self.config.allowed_origins.contains(&origin);
+            // Only where the operator said a card may send the gateway
+            // (`allowed_origins`): the client secret goes with the request,
+            // and the agent's own origin is the agent's to choose.
+            let allowed = self.config.allowed_origins.contains(&url.origin());
             (matches!(url.scheme(), "http" | "https") && allowed).then_some(url)
         })
     }

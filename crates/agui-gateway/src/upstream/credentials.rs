@@ -13,7 +13,7 @@
 //!   the endpoint's answer (its status, its OAuth2 `error` code), never
 //!   what was sent.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -34,6 +34,12 @@ const MAX_ANSWER_BYTES: usize = 64 * 1024;
 const UNSTATED_LIFE: Duration = Duration::from_secs(60);
 /// Refreshed at most this long before it expires.
 const MAX_MARGIN: Duration = Duration::from_secs(60);
+/// A token is kept at most this long, whatever its answer says.
+const MAX_LIFE: Duration = Duration::from_secs(24 * 3600);
+/// A failed token request is the answer this long.
+const FAILURE_GAP: Duration = Duration::from_secs(2);
+/// The longest access token taken (each exchanged one is cached).
+const MAX_TOKEN_BYTES: usize = 8 * 1024;
 
 const GRANT_CLIENT_CREDENTIALS: &str = "client_credentials";
 const GRANT_TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -61,8 +67,18 @@ struct Held {
     refresh_at: Instant,
 }
 
-/// One cache entry: its token, behind the lock one fetch holds.
-type Slot = Arc<tokio::sync::Mutex<Option<Held>>>;
+/// One cache entry: its token, or its last failure, behind the lock one
+/// fetch holds.
+#[derive(Default)]
+struct Entry {
+    held: Option<Held>,
+    /// A failed fetch, shared for `FAILURE_GAP` with the calls that waited
+    /// for it and those that come right after (50 runs against an endpoint
+    /// that times out wait for one timeout, not fifty).
+    failed: Option<(Instant, TokenError)>,
+}
+
+type Slot = Arc<tokio::sync::Mutex<Entry>>;
 
 /// Whose token: the gateway's own, or one exchanged for a caller's token
 /// (by its digest).
@@ -74,14 +90,16 @@ enum Key {
 
 #[derive(Default)]
 struct Cache {
-    slots: HashMap<Key, Slot>,
-    /// Least recently used first.
-    order: VecDeque<Key>,
+    /// Each entry and when it was last used (`tick`).
+    slots: HashMap<Key, (Slot, u64)>,
+    tick: u64,
 }
 
 /// An agent's token source.
 pub struct Credentials {
     auth: UpstreamAuth,
+    /// The most a token request may take, in all.
+    timeout: Duration,
     cache: Mutex<Cache>,
     /// Token requests made, by outcome (`Metrics::token_counters`), once
     /// the metrics exist.
@@ -92,9 +110,12 @@ pub struct Credentials {
 }
 
 impl Credentials {
-    pub fn new(auth: UpstreamAuth) -> Credentials {
+    /// `timeout` bounds each token request, in all (an endpoint that
+    /// answers a byte at a time would hold every run of the agent).
+    pub fn new(auth: UpstreamAuth, timeout: Duration) -> Credentials {
         Credentials {
             auth,
+            timeout,
             cache: Mutex::new(Cache::default()),
             counters: OnceLock::new(),
             failing: Mutex::new(None),
@@ -193,9 +214,9 @@ impl Credentials {
             _ => Key::Own,
         };
         let slot = self.slot(key);
-        let mut held = slot.lock().await;
-        if held.as_ref().is_some_and(|h| &h.token == token) {
-            *held = None;
+        let mut entry = slot.lock().await;
+        if entry.held.as_ref().is_some_and(|h| &h.token == token) {
+            entry.held = None;
         }
     }
 
@@ -203,42 +224,64 @@ impl Credentials {
         let Ok(mut cache) = self.cache.lock() else {
             return Slot::default();
         };
-        if let Some(slot) = cache.slots.get(&key).cloned() {
-            cache.order.retain(|k| *k != key);
-            cache.order.push_back(key);
-            return slot;
+        cache.tick += 1;
+        let tick = cache.tick;
+        if let Some((slot, used)) = cache.slots.get_mut(&key) {
+            *used = tick;
+            return slot.clone();
         }
-        if cache.slots.len() >= MAX_TOKENS
-            && let Some(oldest) = cache.order.pop_front()
-        {
-            cache.slots.remove(&oldest);
+        if cache.slots.len() >= MAX_TOKENS {
+            // Only when full: the least recently used goes.
+            let oldest = cache
+                .slots
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(key, _)| *key);
+            if let Some(oldest) = oldest {
+                cache.slots.remove(&oldest);
+            }
         }
         let slot = Slot::default();
-        cache.slots.insert(key, slot.clone());
-        cache.order.push_back(key);
+        cache.slots.insert(key, (slot.clone(), tick));
         slot
     }
 
     /// The entry's token while it is fresh, else `fetch`'s (one fetch at a
-    /// time per entry).
+    /// time per entry; a failure is shared for `FAILURE_GAP`).
     async fn cached<F, Fut>(&self, key: Key, fetch: F) -> Result<Secret, TokenError>
     where
         F: FnOnce() -> Fut,
         Fut: std::future::Future<Output = Result<(Secret, Option<Duration>), TokenError>>,
     {
         let slot = self.slot(key);
-        let mut held = slot.lock().await;
-        if let Some(fresh) = held.as_ref().filter(|h| Instant::now() < h.refresh_at) {
+        let mut entry = slot.lock().await;
+        let now = Instant::now();
+        if let Some(fresh) = entry.held.as_ref().filter(|h| now < h.refresh_at) {
             return Ok(fresh.token.clone());
         }
-        let (token, life) = fetch().await?;
-        let life = life.unwrap_or(UNSTATED_LIFE);
-        let margin = (life / 10).min(MAX_MARGIN);
-        *held = Some(Held {
-            token: token.clone(),
-            refresh_at: Instant::now() + life.saturating_sub(margin),
-        });
-        Ok(token)
+        if let Some((at, err)) = &entry.failed
+            && now.duration_since(*at) < FAILURE_GAP
+        {
+            return Err(err.clone());
+        }
+        match fetch().await {
+            Ok((token, life)) => {
+                // An endpoint's `expires_in` is its word: a year would
+                // overflow nothing, but a day is long enough to keep one.
+                let life = life.unwrap_or(UNSTATED_LIFE).min(MAX_LIFE);
+                let margin = (life / 10).min(MAX_MARGIN);
+                entry.held = Some(Held {
+                    token: token.clone(),
+                    refresh_at: Instant::now() + life.saturating_sub(margin),
+                });
+                entry.failed = None;
+                Ok(token)
+            }
+            Err(err) => {
+                entry.failed = Some((Instant::now(), err.clone()));
+                Err(err)
+            }
+        }
     }
 
     async fn client_credentials(
@@ -344,6 +387,7 @@ impl Credentials {
             .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
             .finish();
         let response = request
+            .timeout(self.timeout)
             .header("content-type", "application/x-www-form-urlencoded")
             .header("accept", "application/json")
             .body(body)
@@ -369,7 +413,11 @@ impl Credentials {
         let token = json
             .get("access_token")
             .and_then(Value::as_str)
-            .filter(|t| !t.is_empty() && axum::http::HeaderValue::from_str(t).is_ok())
+            .filter(|t| {
+                !t.is_empty()
+                    && t.len() <= MAX_TOKEN_BYTES
+                    && axum::http::HeaderValue::from_str(t).is_ok()
+            })
             .ok_or(TokenError::Malformed("no usable access_token"))?;
         let life = json
             .get("expires_in")
@@ -483,6 +531,8 @@ mod tests {
         )
     }
 
+    const TIMEOUT: Duration = Duration::from_secs(5);
+
     fn http() -> reqwest::Client {
         reqwest::Client::new()
     }
@@ -502,12 +552,15 @@ mod tests {
     #[tokio::test]
     async fn fifty_concurrent_calls_make_one_request_until_the_token_nears_expiry() {
         let (url, count) = endpoint(1).await;
-        let credentials = Arc::new(Credentials::new(UpstreamAuth::ClientCredentials(client(
-            &url, "s3cret",
-        ))));
+        let credentials = Arc::new(Credentials::new(
+            UpstreamAuth::ClientCredentials(client(&url, "s3cret")),
+            TIMEOUT,
+        ));
+        let shared = http();
         let calls = (0..50).map(|_| {
             let credentials = credentials.clone();
-            tokio::spawn(async move { credentials.token(&http(), None, None).await })
+            let http = shared.clone();
+            tokio::spawn(async move { credentials.token(&http, None, None).await })
         });
         let tokens: Vec<String> = futures::future::join_all(calls)
             .await
@@ -529,7 +582,10 @@ mod tests {
     #[tokio::test]
     async fn a_refused_token_is_fetched_again_once() {
         let (url, count) = endpoint(3600).await;
-        let credentials = Credentials::new(UpstreamAuth::ClientCredentials(client(&url, "s3cret")));
+        let credentials = Credentials::new(
+            UpstreamAuth::ClientCredentials(client(&url, "s3cret")),
+            TIMEOUT,
+        );
         let first = credentials
             .token(&http(), None, None)
             .await
@@ -556,10 +612,13 @@ mod tests {
     #[tokio::test]
     async fn an_exchange_is_per_caller_and_errors_show_no_secret() {
         let (url, _) = endpoint(3600).await;
-        let credentials = Credentials::new(UpstreamAuth::TokenExchange {
-            client: client(&url, "s3cret"),
-            actor: false,
-        });
+        let credentials = Credentials::new(
+            UpstreamAuth::TokenExchange {
+                client: client(&url, "s3cret"),
+                actor: false,
+            },
+            TIMEOUT,
+        );
         let alice = credentials
             .token(&http(), Some("alice-jwt"), None)
             .await
@@ -582,10 +641,10 @@ mod tests {
             Err(TokenError::NoSubject)
         ));
 
-        let wrong = Credentials::new(UpstreamAuth::ClientCredentials(client(
-            &url,
-            "not-the-secret",
-        )));
+        let wrong = Credentials::new(
+            UpstreamAuth::ClientCredentials(client(&url, "not-the-secret")),
+            TIMEOUT,
+        );
         let err = wrong.token(&http(), None, None).await.expect_err("refused");
         let shown = format!("{err} {err:?}");
         assert_eq!(
@@ -599,12 +658,41 @@ mod tests {
         );
 
         let nowhere = Url::parse("http://127.0.0.1:9/token").expect("url");
-        let unreachable =
-            Credentials::new(UpstreamAuth::ClientCredentials(client(&nowhere, "s3cret")));
+        let unreachable = Credentials::new(
+            UpstreamAuth::ClientCredentials(client(&nowhere, "s3cret")),
+            TIMEOUT,
+        );
         let err = unreachable
             .token(&http(), None, None)
             .await
             .expect_err("unreachable");
         assert!(matches!(err, TokenError::Unreachable(_)), "{err}");
+    }
+
+    #[tokio::test]
+    async fn an_endless_life_is_capped_and_a_failure_is_shared_for_a_moment() {
+        // An `expires_in` past any clock: kept a day, no overflow.
+        let (url, count) = endpoint(u64::MAX).await;
+        let credentials = Credentials::new(
+            UpstreamAuth::ClientCredentials(client(&url, "s3cret")),
+            TIMEOUT,
+        );
+        assert!(credentials.token(&http(), None, None).await.is_ok());
+        assert!(credentials.token(&http(), None, None).await.is_ok());
+        assert_eq!(count.load(Ordering::SeqCst), 1);
+        // Ten calls right after a refusal: one request.
+        let (url, count) = endpoint(60).await;
+        let wrong = Credentials::new(
+            UpstreamAuth::ClientCredentials(client(&url, "wrong")),
+            TIMEOUT,
+        );
+        for _ in 0..10 {
+            assert!(wrong.token(&http(), None, None).await.is_err());
+        }
+        assert_eq!(count.load(Ordering::SeqCst), 1);
+        assert!(matches!(
+            wrong.failing(),
+            Some(TokenError::Refused { status: 401, .. })
+        ));
     }
 }

@@ -150,7 +150,10 @@ impl Agent {
         Ok(Agent {
             configured_headers,
             via: via_entry(gateway_id),
-            credentials: config.auth.clone().map(credentials::Credentials::new),
+            credentials: config
+                .auth
+                .clone()
+                .map(|auth| credentials::Credentials::new(auth, limits.card_timeout)),
             card_keys: card_keys.filter(|_| config.card_signatures != Policy::Off),
             config,
             clients,

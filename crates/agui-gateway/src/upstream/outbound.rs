@@ -291,7 +291,8 @@ impl Forwarded {
 
     /// A run's headers on the replica taking it over: the journal's
     /// client headers through this agent's policy again, this replica's
-    /// configured headers and `Via`.
+    /// configured headers and `Via`. Never a subject to exchange: nothing
+    /// the journal holds was verified here.
     pub fn restore(agent: &Agent, pairs: &[(String, String)]) -> Forwarded {
         let mut incoming = HeaderMap::new();
         for (name, value) in pairs {
@@ -302,7 +303,9 @@ impl Forwarded {
                 incoming.append(name, value);
             }
         }
-        Forwarded::new(agent, &incoming, None)
+        let mut forwarded = Forwarded::new(agent, &incoming, None);
+        forwarded.subject = None;
+        forwarded
     }
 
     /// Without the headers that describe the client's body or what the

@@ -140,14 +140,21 @@ impl Reloadable {
     /// out (the old clients stay).
     pub fn reload(&self, config: &AgentConfig) -> bool {
         let stamp = Stamp::of(&config.tls);
+        let unchanged = self
+            .current
+            .lock()
+            .map_or(true, |current| current.1 == stamp);
+        if unchanged {
+            return false;
+        }
+        // Built before the lock is taken: a request asking for the clients
+        // meanwhile gets the ones in use, without waiting on file reads.
+        let built = build(config);
         let Ok(mut current) = self.current.lock() else {
             return false;
         };
-        if current.1 == stamp {
-            return false;
-        }
         current.1 = stamp;
-        match build(config) {
+        match built {
             Ok(clients) => {
                 current.0 = Arc::new(clients);
                 tracing::info!(agent = config.name, "TLS files changed: clients rebuilt");

@@ -236,13 +236,15 @@ async fn one_client_credentials_token_serves_every_client_and_fifty_concurrent_r
             .contains("agui_gateway_upstream_token_requests_total{agent=\"a\",result=\"ok\"} 1"),
     );
     let log = scratch.log();
-    assert!(!log.contains(SECRET), "the secret was logged");
+    for shown in [SECRET.to_owned(), basic("gateway", SECRET)] {
+        assert!(!log.contains(&shown), "the secret was logged");
+    }
     assert!(!log.contains("eyJ"), "a token was logged");
 }
 
 #[tokio::test]
 async fn a_refused_token_is_renewed_once_and_an_expiring_one_before_it_ends() {
-    let authz = authz(3);
+    let authz = authz(10);
     let agent = guarded_agent(&authz, &[("REJECT_FIRST_TOKENS", "1".to_owned())]);
     let scratch = Scratch::new("renewal");
     let token_url = format!("{}/token", authz.url());
@@ -260,8 +262,9 @@ async fn a_refused_token_is_renewed_once_and_an_expiring_one_before_it_ends() {
     let (_, body) = run(&gw, "renew-2", None).await;
     finished(&body);
     assert_eq!(count(&grants(&authz).await, CLIENT_CREDENTIALS), 2);
-    // A tenth of its 3 s life before it ends, a token is replaced.
-    tokio::time::sleep(Duration::from_millis(2_800)).await;
+    // A tenth of its 10 s life before it ends, a token is replaced (the
+    // server's `exp` is whole seconds: it lives 9 to 10 s).
+    tokio::time::sleep(Duration::from_millis(9_300)).await;
     let (_, body) = run(&gw, "renew-3", None).await;
     finished(&body);
     assert_eq!(count(&grants(&authz).await, CLIENT_CREDENTIALS), 3);
@@ -373,7 +376,8 @@ async fn a_token_exchange_sends_the_agent_the_caller_as_subject_never_the_caller
     // One exchange per caller, then the cached token.
     let issued = grants(&authz).await;
     assert_eq!(count(&issued, TOKEN_EXCHANGE), 2, "{issued}");
-    // Without a caller's JWT there is nothing to exchange: a clear 502.
+    // Without a credential the gateway's own authentication refuses the
+    // caller, before any exchange is tried.
     let (status, body) = run(&gw, "exchange-anonymous", None).await;
     assert_eq!(
         status, 401,
@@ -419,6 +423,10 @@ async fn bad_credentials_are_reported_per_agent_and_no_secret_leaks() {
     );
     for shown in [&body, &health.to_string(), &metrics, &scratch.log()] {
         assert!(!shown.contains(wrong), "the secret was shown: {shown}");
+        assert!(
+            !shown.contains(&basic("gateway", wrong)),
+            "the secret was shown: {shown}"
+        );
     }
     drop(gw);
     // An unreachable token endpoint.
@@ -447,6 +455,13 @@ async fn failing_gateway(
     (gw, health)
 }
 
+/// `client_id:secret` as HTTP Basic sends it: how a secret would appear in
+/// a log that printed the token request's headers.
+fn basic(client_id: &str, secret: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(format!("{client_id}:{secret}"))
+}
+
 /// The run's last event: a `RUN_ERROR` of code `UPSTREAM_AUTH_FAILED`.
 fn auth_failed(body: &str) -> Value {
     let events = agui_events(body);
@@ -472,6 +487,15 @@ fn check_config_refuses_an_exchange_without_jwt_authentication_and_a_missing_sec
     assert!(!ok);
     assert!(
         stderr.contains("agents.a.auth: token_exchange needs [auth.jwt]"),
+        "{stderr}"
+    );
+    let (ok, stderr) = check(&format!(
+        "[auth.jwt]\njwks_url = \"http://127.0.0.1:9/jwks\"\n\n{base}type = \"token_exchange\"\n\
+         client_id = \"gw\"\nclient_secret = \"s\"\n"
+    ));
+    assert!(!ok);
+    assert!(
+        stderr.contains("token_exchange needs token_url"),
         "{stderr}"
     );
     let (ok, stderr) = check(&format!(
