@@ -144,14 +144,7 @@ impl Authenticator {
         &self,
         headers: &HeaderMap,
     ) -> Result<(Principal, Option<HeaderName>), AuthError> {
-        let bearer = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                let (scheme, token) = v.trim().split_once(' ')?;
-                scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-            });
-        if let Some(token) = bearer {
+        if let Some(token) = bearer_token(headers) {
             if let Some(jwt) = &self.jwt
                 && token.split('.').count() == 3
             {
@@ -195,6 +188,15 @@ impl Authenticator {
             tracing::warn!("auth: fetching the JWKS failed: {err}");
         }
     }
+}
+
+/// The token of an `Authorization: Bearer …` header (the scheme in any
+/// case): what the gate authenticates, and what an agent's token exchange
+/// trades.
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 fn digest(key: &str) -> [u8; 32] {

@@ -10,9 +10,10 @@ use serde_json::Value;
 use url::Url;
 
 use super::Agent;
+use super::credentials::TokenError;
 use super::forwarding::background_headers;
 use super::target::base_url;
-use crate::config::A2aVersion;
+use crate::config::{A2aVersion, Secret};
 use crate::signing::{Policy, Verdict};
 
 /// What the gateway learned from the agent card.
@@ -295,13 +296,7 @@ impl Agent {
             .own_token(&self.client(), self.card_token_url().as_ref())
             .await?
         {
-            Ok(token) => {
-                let mut value =
-                    reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.expose()))
-                        .ok()?;
-                value.set_sensitive(true);
-                Some(value)
-            }
+            Ok(token) => super::outbound::bearer_value(&token),
             Err(err) => {
                 tracing::warn!(agent = self.name(), "no token for the agent: {err}");
                 None
@@ -309,11 +304,23 @@ impl Agent {
         }
     }
 
+    /// The token for a call of a request (`subject`: its caller's, for an
+    /// exchange); `None` for an agent without credentials.
+    pub async fn token(&self, subject: Option<&str>) -> Option<Result<Secret, TokenError>> {
+        let credentials = self.credentials.as_ref()?;
+        let card_url = self.card_token_url_now().await;
+        Some(
+            credentials
+                .token(&self.client(), subject, card_url.as_ref())
+                .await,
+        )
+    }
+
     /// `card_token_url`, waiting for the card's first fetch when the
     /// configuration names no token URL (a request right after the start
     /// would otherwise find no card yet). Not for the card's own fetch,
     /// which holds the turn this waits for.
-    pub async fn card_token_url_now(&self) -> Option<Url> {
+    async fn card_token_url_now(&self) -> Option<Url> {
         let configured = self.credentials.as_ref().is_some_and(|c| c.has_token_url());
         if !configured && self.card().is_none() {
             let _ = self.current_card().await;

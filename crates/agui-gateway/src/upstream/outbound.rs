@@ -20,7 +20,7 @@ use serde_json::Value;
 use url::Url;
 
 use crate::config::Secret;
-use crate::edge::auth::Principal;
+use crate::edge::auth::{Principal, bearer_token};
 use crate::edge::error::ApiError;
 use crate::random::random_u64;
 use crate::upstream::credentials::TokenError;
@@ -70,11 +70,7 @@ impl Renewal {
         let credentials = agent.credentials.as_ref()?;
         let subject = self.subject.as_ref().map(Secret::expose);
         credentials.refused(subject, &self.bearer).await;
-        let card_url = agent.card_token_url_now().await;
-        let token = credentials
-            .token(&agent.client(), subject, card_url.as_ref())
-            .await
-            .ok()?;
+        let token = agent.token(subject).await?.ok()?;
         tracing::info!(
             agent = agent.name(),
             "the agent refused the gateway's token (401): sending the call again with a new one"
@@ -88,7 +84,7 @@ impl Renewal {
 
 /// `Authorization: Bearer <token>`, marked sensitive (never logged by the
 /// HTTP stack).
-fn bearer_value(token: &Secret) -> Option<HeaderValue> {
+pub(super) fn bearer_value(token: &Secret) -> Option<HeaderValue> {
     let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose())).ok()?;
     value.set_sensitive(true);
     Some(value)
@@ -158,14 +154,7 @@ impl Forwarded {
         // aside, what a token exchange trades once `authorized` knows it
         // was verified.
         let subject = match agent.credentials.is_some() {
-            true => incoming
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| {
-                    let (scheme, token) = v.trim().split_once(' ')?;
-                    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-                })
-                .map(Secret::new),
+            true => bearer_token(incoming).map(Secret::new),
             false => None,
         };
         if agent.credentials.is_some() {
@@ -183,13 +172,9 @@ impl Forwarded {
     /// Gets the agent's token for this request's calls (the gateway's own,
     /// or the caller's exchanged), when the agent has credentials.
     pub async fn authorize(&mut self, agent: &Agent) -> Result<(), TokenError> {
-        if let Some(credentials) = &agent.credentials {
-            let subject = self.subject.as_ref().map(Secret::expose);
-            let card_url = agent.card_token_url_now().await;
-            let token = credentials
-                .token(&agent.client(), subject, card_url.as_ref())
-                .await?;
-            self.bearer = Some(token);
+        let subject = self.subject.as_ref().map(Secret::expose);
+        if let Some(token) = agent.token(subject).await {
+            self.bearer = Some(token?);
         }
         Ok(())
     }
