@@ -2,7 +2,10 @@
 # The whole comparison, on this machine, in one run: the same fake A2A
 # upstream served (1) directly, (2) through agui-gateway converting to AG-UI,
 # (3) through nginx as a plain SSE proxy, (4) through the Node alternative
-# (@ag-ui/a2a's A2AAgent + @ag-ui/encoder). Writes bench/results/results.json,
+# (@ag-ui/a2a's A2AAgent + @ag-ui/encoder), and (5) the gateway and nginx
+# terminating TLS, each over HTTP/1.1 (a connection per stream) and HTTP/2
+# (100 streams per connection, as a browser tab multiplexes its runs):
+# gateway-tls-h1, gateway-tls-h2, nginx-tls-h1, nginx-tls-h2. Writes bench/results/results.json,
 # the tables (stdout and bench/results/tables.md) and bench/results/latency.png.
 # Every load run is bounded in count (--streams) and time (--timeout-secs).
 set -euo pipefail
@@ -16,7 +19,7 @@ SCALES=${SCALES:-"100 1000 8000"}
 # (GATEWAY_ARGS="--workers 1"), every proxy pinned to one CPU while the
 # load generator and the upstream keep both (PIN_CPU=1), and another
 # gateway binary (GATEWAY_BIN=/path, for an A/B of two builds).
-SETUPS=${SETUPS:-"direct gateway nginx node"}
+SETUPS=${SETUPS:-"direct gateway nginx node gateway-tls-h1 gateway-tls-h2 nginx-tls-h1 nginx-tls-h2"}
 GATEWAY_ARGS=${GATEWAY_ARGS:-}
 GATEWAY_BIN=${GATEWAY_BIN:-}
 PIN_CPU=${PIN_CPU:-}
@@ -30,6 +33,7 @@ source "$ROOT/bench/lib.sh"
 
 "$BIN/fake-upstream" > "$WORK/fake.log" 2>&1 & PIDS+=($!)
 FAKE=$(wait_line "$WORK/fake.log" 'READY [0-9]+' | cut -d' ' -f2)
+make_tls_certs
 
 # Every figure comes from fresh proxy processes: each load run starts its
 # proxy and stops it after, so no run inherits another's memory or warm
@@ -43,11 +47,15 @@ start_proxy() {
             local pin=()
             if [ -n "$PIN_CPU" ]; then pin=(taskset -c "$PIN_CPU"); fi
             # shellcheck disable=SC2086 # GATEWAY_ARGS is a list of flags
-            "${pin[@]}" "${GATEWAY_BIN:-$BIN/agui-gateway}" --upstream "http://127.0.0.1:$FAKE/" --listen 127.0.0.1:0 $GATEWAY_ARGS > "$WORK/gw.log" 2>&1 & GW_PID=$!; PIDS+=($GW_PID)
+            local tls=()
+            case "$1" in *-tls-*) tls=(--tls-cert "$WORK/tls.pem" --tls-key "$WORK/tls.key") ;; esac
+            "${pin[@]}" "${GATEWAY_BIN:-$BIN/agui-gateway}" --upstream "http://127.0.0.1:$FAKE/" --listen 127.0.0.1:0 "${tls[@]}" $GATEWAY_ARGS > "$WORK/gw.log" 2>&1 & GW_PID=$!; PIDS+=($GW_PID)
             GW=$(wait_line "$WORK/gw.log" '127\.0\.0\.1:[0-9]+' | cut -d: -f2) ;;
         nginx*)
             NGINX=$(free_port)
-            bash bench/nginx/run.sh "$FAKE" "$NGINX" > "$WORK/nginx.log" 2>&1 & NGINX_PID=$!; PIDS+=($NGINX_PID)
+            local cert="" key=""
+            case "$1" in *-tls-*) cert="$WORK/tls.pem" key="$WORK/tls.key" ;; esac
+            NGINX_TLS_CERT="$cert" NGINX_TLS_KEY="$key" bash bench/nginx/run.sh "$FAKE" "$NGINX" > "$WORK/nginx.log" 2>&1 & NGINX_PID=$!; PIDS+=($NGINX_PID)
             wait_port "$NGINX"
             NGINX_WORKER=$(pgrep -P "$NGINX_PID" | head -1) ;;
         node*)
@@ -84,10 +92,15 @@ load() {
     start_proxy "$setup"
     local args=(--streams "$streams" --message "$message" --timeout-secs "$timeout" --setup "$setup")
     local watched=()
+    local scheme=http
+    case "$setup" in
+        *-tls-h1*) scheme=https; args+=(--ca-file "$WORK/tls-ca.pem" --protocol http1) ;;
+        *-tls-h2*) scheme=https; args+=(--ca-file "$WORK/tls-ca.pem" --protocol http2) ;;
+    esac
     case "$setup" in
         direct*) args+=(--url "http://127.0.0.1:$FAKE/" --mode a2a) ;;
-        gateway*) args+=(--url "http://127.0.0.1:$GW/agui" --mode agui --pid "$GW_PID"); watched=("$GW_PID") ;;
-        nginx*) args+=(--url "http://127.0.0.1:$NGINX/" --mode a2a --pid "$NGINX_PID" --pid "$NGINX_WORKER"); watched=("$NGINX_PID" "$NGINX_WORKER") ;;
+        gateway*) args+=(--url "$scheme://127.0.0.1:$GW/agui" --mode agui --pid "$GW_PID"); watched=("$GW_PID") ;;
+        nginx*) args+=(--url "$scheme://127.0.0.1:$NGINX/" --mode a2a --pid "$NGINX_PID" --pid "$NGINX_WORKER"); watched=("$NGINX_PID" "$NGINX_WORKER") ;;
         node*) args+=(--url "http://127.0.0.1:$NODE/agui" --mode agui --pid "$NODE_PID"); watched=("$NODE_PID") ;;
     esac
     echo "== $setup x $streams ($message)" >&2

@@ -28,3 +28,15 @@ wait_port() {
 }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# make_tls_certs: a CA and a certificate for 127.0.0.1 it signed, made with
+# openssl in $WORK: $WORK/tls-ca.pem (what loadgen trusts), tls.pem, tls.key.
+make_tls_certs() {
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj "/CN=agui-bench CA" -keyout "$WORK/tls-ca.key" -out "$WORK/tls-ca.pem" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+        -subj "/CN=127.0.0.1" -keyout "$WORK/tls.key" -out "$WORK/tls.csr" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n' > "$WORK/tls.ext"
+    openssl x509 -req -in "$WORK/tls.csr" -CA "$WORK/tls-ca.pem" -CAkey "$WORK/tls-ca.key" \
+        -CAcreateserial -days 2 -extfile "$WORK/tls.ext" -out "$WORK/tls.pem" 2>/dev/null
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Proves the load tools still work (fake upstream -> gateway -> loadgen, and
-# direct), without timing anything: 20 short streams each, zero errors and
+# direct; HTTP/2 by prior knowledge; the gateway on TLS with HTTP/1.1 and
+# HTTP/2), without timing anything: 20 short streams each, zero errors and
 # every event accounted for. Bounded: 60 s per run at most.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,5 +25,13 @@ check() {
 }
 check direct --url "http://127.0.0.1:$FAKE/" --mode a2a
 check gateway --url "http://127.0.0.1:$GW/agui" --mode agui --pid "$GW_PID"
+check gateway-h2c --url "http://127.0.0.1:$GW/agui" --mode agui --protocol http2 --streams-per-connection 8
+# The TLS setups of compare.sh: the gateway terminating TLS, HTTP/1.1 and HTTP/2.
+make_tls_certs
+"$BIN/agui-gateway" --upstream "http://127.0.0.1:$FAKE/" --listen 127.0.0.1:0 \
+    --tls-cert "$WORK/tls.pem" --tls-key "$WORK/tls.key" > "$WORK/gw-tls.log" 2>&1 & PIDS+=($!)
+TLS=$(wait_line "$WORK/gw-tls.log" '127\.0\.0\.1:[0-9]+' | cut -d: -f2)
+check gateway-tls-h1 --url "https://127.0.0.1:$TLS/agui" --mode agui --ca-file "$WORK/tls-ca.pem"
+check gateway-tls-h2 --url "https://127.0.0.1:$TLS/agui" --mode agui --ca-file "$WORK/tls-ca.pem" --protocol http2 --streams-per-connection 8
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

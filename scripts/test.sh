@@ -78,6 +78,7 @@ step "real clients over the golden outputs" tests/conformance/check-recordings.s
 step "A2UI activity parity with @ag-ui/a2a" node tests/conformance/node/a2ui-parity.mjs tests/golden/a2ui-v0.8-and-v0.9-surfaces
 step "conformance harness self-test" tests/conformance/selftest.sh
 step "inspector in headless Chromium (the demo run renders)" bash tests/inspector/run.sh
+step "HTTP/2 over TLS lifts the browser's six-connection limit (12 runs in headless Chromium)" bash tests/browser-h2/run.sh
 step "examples: browser (@ag-ui/client 1.0.0 in headless Chromium) and CopilotKit" bash scripts/examples.sh
 step "real A2A agents smoke test" env SKIP_SETUP=1 RECORDINGS_DIR="$recordings" bash tests/agents/smoke.sh
 step "a2a-sdk client: direct vs through the gateway" bash tests/conformance/a2a_client_diff.sh

@@ -43,6 +43,9 @@ enum Command {
         /// Milliseconds between the demo agent's events.
         #[arg(long, default_value_t = 150)]
         delay_ms: u64,
+        /// Serve HTTPS (HTTP/2 by ALPN) with a self-signed certificate made at start and printed once.
+        #[arg(long)]
+        tls: bool,
         #[command(flatten)]
         cors: CorsArgs,
         #[command(flatten)]
@@ -93,12 +96,13 @@ fn main() -> anyhow::Result<()> {
         Some(Command::Demo {
             listen,
             delay_ms,
+            tls,
             cors,
             log,
         }) => {
             let log = log.log_format;
             logged(log, || {
-                runtime(None)?.block_on(cli::demo::demo(listen, delay_ms, cors, log))
+                runtime(None)?.block_on(cli::demo::demo(listen, delay_ms, tls, cors, log))
             })
         }
         None => {

@@ -6,7 +6,8 @@
 //! Bounded in count (`--streams`) and time (`--timeout-secs`).
 //!
 //! `loadgen --url URL --mode agui|a2a --streams N --setup NAME [--pid PID]
-//!          [--message 'events=50 interval=20'] [--ramp-per-sec 2000]`
+//!          [--message 'events=50 interval=20'] [--ramp-per-sec 2000]
+//!          [--protocol http1|http2 [--streams-per-connection 100]] [--ca-file PEM]`
 //! prints one JSON object (the `runs[]` entry of `bench/plot.py`).
 #![forbid(unsafe_code)]
 
@@ -48,6 +49,57 @@ struct Args {
     /// Give up (and count unfinished streams as errors) after this long.
     #[arg(long, default_value_t = 120)]
     timeout_secs: u64,
+    /// `http1`: one connection per stream; `http2`: HTTP/2 (ALPN over
+    /// https, prior knowledge over http), `--streams-per-connection` streams
+    /// sharing each connection.
+    #[arg(long, value_enum, default_value_t = Protocol::Http1)]
+    protocol: Protocol,
+    /// HTTP/2 streams per connection (a browser's tab shares one; the
+    /// gateway and nginx take at most 100 and 128).
+    #[arg(long, default_value_t = 100)]
+    streams_per_connection: usize,
+    /// A PEM CA to trust for https URLs (the setups' own).
+    #[arg(long)]
+    ca_file: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Protocol {
+    Http1,
+    Http2,
+}
+
+/// The clients the streams use: one per HTTP/2 connection (reqwest puts
+/// every request to a host on one), one in all for HTTP/1.1 (a pool of
+/// one connection per stream).
+fn clients(args: &Args) -> anyhow::Result<Vec<reqwest::Client>> {
+    let roots = match &args.ca_file {
+        Some(path) => vec![reqwest::Certificate::from_pem(&std::fs::read(path)?)?],
+        None => Vec::new(),
+    };
+    let build = || -> anyhow::Result<reqwest::Client> {
+        let mut builder = reqwest::Client::builder()
+            .no_proxy()
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(0);
+        if !roots.is_empty() {
+            builder = builder.tls_certs_only(roots.clone());
+        }
+        builder = match args.protocol {
+            Protocol::Http1 => builder.http1_only(),
+            Protocol::Http2 if args.url.starts_with("http://") => builder.http2_prior_knowledge(),
+            Protocol::Http2 => builder,
+        };
+        Ok(builder.build()?)
+    };
+    let count = match args.protocol {
+        Protocol::Http1 => 1,
+        Protocol::Http2 => args
+            .streams
+            .div_ceil(args.streams_per_connection.max(1))
+            .max(1),
+    };
+    (0..count).map(|_| build()).collect()
 }
 
 #[derive(Default)]
@@ -170,11 +222,8 @@ fn sample(pid: u32) -> Option<(u64, f64)> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .tcp_nodelay(true)
-        .pool_max_idle_per_host(0)
-        .build()?;
+    let clients = clients(&args)?;
+    let per_connection = args.streams_per_connection.max(1);
     let totals = Arc::new(Mutex::new(Totals::default()));
     let all_open = Arc::new(AtomicU64::new(0));
     let before = sample_all(&args.pid);
@@ -195,6 +244,10 @@ async fn main() -> anyhow::Result<()> {
     let gap = Duration::from_secs_f64(1.0 / args.ramp_per_sec.max(1) as f64);
     let mut tasks = Vec::with_capacity(args.streams);
     for n in 0..args.streams {
+        let client = match args.protocol {
+            Protocol::Http1 => &clients[0],
+            Protocol::Http2 => &clients[(n / per_connection).min(clients.len() - 1)],
+        };
         let (client, url, totals, all_open) = (
             client.clone(),
             args.url.clone(),
@@ -242,6 +295,7 @@ async fn main() -> anyhow::Result<()> {
     let baseline_rss = before.map_or(0, |b| b.0);
     let result = json!({
         "setup": args.setup,
+        "protocol": format!("{:?}", args.protocol).to_lowercase(),
         "concurrency": args.streams,
         "streams_ok": totals.ok,
         "errors": totals.errors + unfinished,

@@ -8,14 +8,18 @@ use std::time::Duration;
 use agui_gateway::config::Config;
 use agui_gateway::edge::listener;
 use agui_gateway::edge::listener::ConnectionLimits;
+use agui_gateway::edge::tls::EdgeTls;
 use agui_gateway::http::router;
 use agui_gateway::obs::logging::{LogFormat as Log, announce};
 use agui_gateway::state::{AppState, Shutdown};
 use anyhow::Context;
 
+/// What is printed once the gateway listens, from the address it got.
+pub type Banner = Box<dyn FnOnce(std::net::SocketAddr) -> String + Send>;
+
 /// Serves until SIGTERM or Ctrl-C: then stops accepting, lets open streams
 /// run for the grace period, ends the rest with RUN_ERROR and exits.
-pub async fn serve(config: Config, banner: Option<String>, log: Log) -> anyhow::Result<()> {
+pub async fn serve(config: Config, banner: Option<Banner>, log: Log) -> anyhow::Result<()> {
     let shutdown = Shutdown::default();
     let timing = Drain {
         grace: config.shutdown_grace,
@@ -23,6 +27,13 @@ pub async fn serve(config: Config, banner: Option<String>, log: Log) -> anyhow::
     };
     let listen = config.listen;
     let admin_listen = config.admin_listen;
+    let tls = match &config.tls {
+        Some(files) => Some(Arc::new(
+            EdgeTls::new(files).context("gateway cannot serve TLS")?,
+        )),
+        None => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let limits = ConnectionLimits {
         max_connections: config.limits.max_connections,
         header_read_timeout: config.limits.header_read_timeout,
@@ -67,7 +78,10 @@ pub async fn serve(config: Config, banner: Option<String>, log: Log) -> anyhow::
     };
     // Tests and scripts wait for this line ("listening on http://…").
     let signals = Signals::install();
-    announce(log, &format!("agui-gateway listening on http://{local}"));
+    announce(
+        log,
+        &format!("agui-gateway listening on {scheme}://{local}"),
+    );
     if let Some(admin) = &admin
         && let Ok(address) = admin.local_addr()
     {
@@ -77,7 +91,7 @@ pub async fn serve(config: Config, banner: Option<String>, log: Log) -> anyhow::
         );
     }
     if let Some(banner) = banner {
-        announce(log, &banner);
+        announce(log, &banner(local));
     }
     let _ = std::io::stdout().flush();
     let idle = {
@@ -94,9 +108,19 @@ pub async fn serve(config: Config, banner: Option<String>, log: Log) -> anyhow::
         let app = router::admin_router(state.clone());
         let metrics = state.metrics.clone();
         let stop = shutdown.stop.clone();
-        tokio::spawn(listener::serve(admin, app, admin_limits, metrics, stop));
+        tokio::spawn(listener::serve(
+            admin,
+            app,
+            admin_limits,
+            metrics,
+            stop,
+            None,
+        ));
     }
     let app = router::router(state.clone());
+    if let Some(tls) = &tls {
+        tls.clone().spawn_watch(shutdown.stop.clone());
+    }
     // The listener stays open through the drain: load balancers see
     // `/readyz` turn 503 and new requests a 503 GATEWAY_DRAINING (with
     // `Connection: close`) while open streams finish; it closes at `stop`.
@@ -106,6 +130,7 @@ pub async fn serve(config: Config, banner: Option<String>, log: Log) -> anyhow::
         limits,
         state.metrics.clone(),
         shutdown.stop.clone(),
+        tls,
     );
     let stop = shutdown.stop.clone();
     tokio::select! {

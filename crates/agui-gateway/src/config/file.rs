@@ -62,6 +62,7 @@ pub fn parse(path: &str, text: &str, env: &Environment) -> Result<Config, Config
     let top = Config::default();
     let listen = address(&file.listen, "listen")?.unwrap_or(top.listen);
     let admin_listen = address(&file.admin_listen, "admin_listen")?;
+    let tls = super::tls::serve_from_file(file.tls.as_ref(), &at)?;
     let public_url = match &file.public_url {
         Some(url) => {
             let parsed = Url::parse(url.get_ref())
@@ -252,6 +253,7 @@ pub fn parse(path: &str, text: &str, env: &Environment) -> Result<Config, Config
     Ok(Config {
         listen,
         admin_listen,
+        tls,
         public_url,
         default_agent,
         agents,

@@ -159,6 +159,12 @@ pub struct EdgeArgs {
     /// A second address for /healthz, /readyz and /metrics (then not on --listen).
     #[arg(long, env = "AGUI_GATEWAY_ADMIN_LISTEN")]
     pub admin_listen: Option<SocketAddr>,
+    /// Serve HTTPS on --listen with this certificate chain (PEM, leaf first); HTTP/2 and HTTP/1.1 by ALPN; reloaded when the file changes.
+    #[arg(long, env = "AGUI_GATEWAY_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, RSA or EC).
+    #[arg(long, env = "AGUI_GATEWAY_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// This gateway's id in Via headers (default: random per process).
     #[arg(long, env = "AGUI_GATEWAY_ID")]
     pub gateway_id: Option<String>,
@@ -381,6 +387,16 @@ impl EdgeArgs {
         }
         if edge.admin_listen.is_some() {
             config.admin_listen = edge.admin_listen;
+        }
+        if let (Some(cert), Some(key)) = (edge.tls_cert, edge.tls_key) {
+            let tls = crate::config::ServeTls {
+                cert,
+                key,
+                names: crate::config::TLS_FLAGS,
+            };
+            tls.load(std::time::SystemTime::now())
+                .map_err(|e| invalid!("{e}"))?;
+            config.tls = Some(tls);
         }
         if let Some(id) = edge.gateway_id {
             if id.is_empty() || id.contains([' ', ',', '\t']) {

@@ -14,6 +14,10 @@
 //! journal = "memory"                          # "off", or "redis://host/0"
 //! detach_grace_secs = 60                      # a run without client goes on
 //!
+//! [tls]                                       # HTTPS on `listen`, HTTP/2 by ALPN; reloaded on change
+//! cert = "/etc/agui-gateway/tls/server.pem"   # the chain, leaf first
+//! key = "/etc/agui-gateway/tls/server.key"
+//!
 //! [limits]
 //! max_event_bytes = 16777216
 //! max_request_bytes = 4194304
@@ -102,7 +106,9 @@ pub use cors::{CorsConfig, OriginRule};
 pub use env::Environment;
 pub use forwarding::{ForwardPolicy, TrustedProxies};
 pub use journal::{Backend, JournalConfig, JournalLimits};
-pub use tls::{MAX_TLS_FILE_BYTES, TlsFileError, TlsMaterial, UpstreamTls};
+pub use tls::{
+    FileStamp, MAX_TLS_FILE_BYTES, ServeTls, TLS_FLAGS, TlsFileError, TlsMaterial, UpstreamTls,
+};
 pub use upstream_auth::{ClientAuth, OAuthClient, Secret, UpstreamAuth};
 
 /// Each stream holds two sockets; the open-file limit is usually the bound.
@@ -322,6 +328,9 @@ pub struct Config {
     /// A second listener for `/healthz`, `/readyz` and `/metrics`; when
     /// set, the main listener no longer serves the last two.
     pub admin_listen: Option<SocketAddr>,
+    /// TLS on `listen` (HTTP/2 and HTTP/1.1 by ALPN); without it, clear
+    /// HTTP/1.1 and HTTP/2 by prior knowledge.
+    pub tls: Option<ServeTls>,
     pub public_url: Option<Url>,
     pub default_agent: Option<String>,
     pub agents: Vec<AgentConfig>,
@@ -398,6 +407,7 @@ impl Default for Config {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             admin_listen: None,
+            tls: None,
             public_url: None,
             default_agent: None,
             agents: Vec::new(),

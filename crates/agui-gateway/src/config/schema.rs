@@ -23,6 +23,7 @@ pub(super) struct FileConfig {
     pub(super) inspector: Option<bool>,
     pub(super) copilotkit_path: Option<Spanned<String>>,
     pub(super) otlp_endpoint: Option<Spanned<String>>,
+    pub(super) tls: Option<Spanned<FileServeTls>>,
     pub(super) upstream_tls: Option<Spanned<FileUpstreamTls>>,
     pub(super) card_signing: Option<Spanned<FileCardSigning>>,
     #[serde(default)]
@@ -150,6 +151,14 @@ impl std::fmt::Debug for FileUpstreamAuth {
             .field("client_secret", &self.client_secret.as_ref().map(|_| "***"))
             .finish_non_exhaustive()
     }
+}
+
+/// `[tls]`: the gateway's own certificate and key.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileServeTls {
+    pub(super) cert: String,
+    pub(super) key: String,
 }
 
 /// `[upstream_tls]`: what every agent's TLS starts from.

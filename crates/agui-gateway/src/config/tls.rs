@@ -1,4 +1,5 @@
-//! TLS towards agents: the CA bundle that verifies an agent's certificate
+//! TLS files: the gateway's own certificate and key at the edge (`[tls]`,
+//! `--tls-cert`/`--tls-key`), and, towards agents, the CA bundle that verifies an agent's certificate
 //! (the agent's own `[agents.NAME.tls] ca_file`, else the global
 //! `[upstream_tls] ca_file`; the system's roots are trusted as well), and
 //! the client certificate shown to an agent that wants mutual TLS.
@@ -9,6 +10,7 @@
 //! validity), and again by `upstream::tls` when they change on disk.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use std::ops::Range;
@@ -17,7 +19,8 @@ use rustls_pki_types::pem::PemObject;
 use toml::Spanned;
 
 use super::ConfigError;
-use super::schema::{FileTls, FileUpstreamTls};
+use super::schema::{FileServeTls, FileTls, FileUpstreamTls};
+use rustls::sign::CertifiedKey;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 /// The most bytes one TLS file may hold.
@@ -38,6 +41,75 @@ impl UpstreamTls {
             .into_iter()
             .flatten()
             .map(PathBuf::as_path)
+    }
+}
+
+/// The gateway's own certificate chain and key, served to clients.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServeTls {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    /// What errors call the two files: the file's keys or the flags.
+    pub names: [&'static str; 2],
+}
+
+/// The names of `[tls]`'s files in errors.
+pub const TLS_FILE_KEYS: [&str; 2] = ["tls.cert", "tls.key"];
+/// The same from the command line.
+pub const TLS_FLAGS: [&str; 2] = ["--tls-cert", "--tls-key"];
+
+impl ServeTls {
+    /// Reads and checks the pair at `now`: a chain that parses and is
+    /// valid, a key rustls can sign with, and a key that is the first
+    /// certificate's (a mismatch would fail every handshake, not the start).
+    pub fn load(&self, now: SystemTime) -> Result<Arc<CertifiedKey>, TlsFileError> {
+        let [cert_name, key_name] = self.names;
+        let pem = read_file(cert_name, &self.cert)?;
+        certificates(cert_name, &self.cert, &pem, now)?;
+        let chain = CertificateDer::pem_slice_iter(&pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| file_error(cert_name, &self.cert, "a PEM block that does not read"))?;
+        let key = read_file(key_name, &self.key)?;
+        let key = PrivateKeyDer::from_pem_slice(&key).map_err(|_| {
+            file_error(
+                key_name,
+                &self.key,
+                "no PKCS#8, RSA or EC private key in PEM",
+            )
+        })?;
+        let provider = rustls::crypto::aws_lc_rs::default_provider();
+        let signing = provider
+            .key_provider
+            .load_private_key(key)
+            .map_err(|e| file_error(key_name, &self.key, &format!("not a usable key: {e}")))?;
+        let certified = CertifiedKey::new(chain, signing);
+        certified.keys_match().map_err(|_| {
+            file_error(
+                key_name,
+                &self.key,
+                "not the key of the certificate's public key",
+            )
+        })?;
+        Ok(Arc::new(certified))
+    }
+
+    pub fn files(&self) -> impl Iterator<Item = &Path> {
+        [self.cert.as_path(), self.key.as_path()].into_iter()
+    }
+}
+
+/// What files looked like when they were read (length and modification
+/// time each), to see that they changed without reading them again.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FileStamp(Vec<Option<(u64, SystemTime)>>);
+
+impl FileStamp {
+    pub fn of<'a>(files: impl Iterator<Item = &'a Path>) -> FileStamp {
+        let stamp = |path: &Path| {
+            let meta = std::fs::metadata(path).ok()?;
+            Some((meta.len(), meta.modified().ok()?))
+        };
+        FileStamp(files.map(stamp).collect())
     }
 }
 
@@ -189,4 +261,22 @@ pub(super) fn from_file(
             .map_err(|err| at(span, format!("{table}.{err}")))?;
     }
     Ok(tls)
+}
+
+/// `[tls]`: both files or neither, read and checked now.
+pub(super) fn serve_from_file(
+    table: Option<&Spanned<FileServeTls>>,
+    at: &impl Fn(Range<usize>, String) -> ConfigError,
+) -> Result<Option<ServeTls>, ConfigError> {
+    let Some(table) = table else {
+        return Ok(None);
+    };
+    let tls = ServeTls {
+        cert: PathBuf::from(&table.get_ref().cert),
+        key: PathBuf::from(&table.get_ref().key),
+        names: TLS_FILE_KEYS,
+    };
+    tls.load(SystemTime::now())
+        .map_err(|err| at(table.span(), err.to_string()))?;
+    Ok(Some(tls))
 }

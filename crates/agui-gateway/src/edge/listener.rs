@@ -3,10 +3,14 @@
 //! socket, then close), a header-read timeout (slowloris, and kept-alive
 //! connections idle between requests), and a write timeout (a client that
 //! stopped reading). On drain, the listener closes and every connection
-//! finishes its current request.
+//! finishes its current request. TLS (with ALPN) and HTTP/2 hold the same
+//! bounds: the handshake or the preface must come within the header-read
+//! timeout, and `h2.rs` keeps the others per HTTP/2 stream.
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -14,16 +18,21 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ConnectInfo;
+use axum::http::uri::{Authority, PathAndQuery, Scheme};
+use axum::http::{HeaderValue, Request, Uri, header};
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use hyper_util::service::TowerToHyperService;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
+use super::h2::Watch;
+use super::tls::{EdgeTls, Negotiated};
 use crate::obs::metrics::Metrics;
 use crate::obs::throttle::LogThrottle;
 
@@ -57,25 +66,32 @@ static REFUSAL: std::sync::LazyLock<Vec<u8>> = std::sync::LazyLock::new(|| {
     .into_bytes()
 });
 
+/// HTTP/2 streams one connection may have open at once (browsers open
+/// at most 100, curl 100 as well).
+const MAX_STREAMS_PER_CONNECTION: u32 = 100;
+
+/// Between HTTP/2 pings on a connection, and how long an answer may take:
+/// a peer gone without a FIN is noticed within both.
+const H2_PING_EVERY: Duration = Duration::from_secs(20);
+const H2_PING_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// Serves `app` on `listener` until `draining` fires, then waits for open
-/// connections to finish their requests.
+/// connections to finish their requests. With `tls`, every connection is
+/// TLS and ALPN picks HTTP/2 or HTTP/1.1; without, a connection that opens
+/// with the HTTP/2 preface speaks HTTP/2 (prior knowledge, behind a proxy
+/// that does), any other HTTP/1.1.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     limits: ConnectionLimits,
     metrics: Arc<Metrics>,
     draining: CancellationToken,
+    tls: Option<Arc<EdgeTls>>,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let refusals = Arc::new(Semaphore::new(MAX_REFUSALS));
     let graceful = GracefulShutdown::new();
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout)
-        // A request head larger than this gets a 431; hyper's default
-        // (about 400 KB) times max_connections would be gigabytes.
-        .max_buf_size(MAX_HEAD_BYTES);
+    let protocols = Arc::new(Protocols::new(limits, tls));
     let refused_log = LogThrottle::new();
     loop {
         let accepted = tokio::select! {
@@ -112,24 +128,260 @@ pub async fn serve(
         };
         // Each event must leave at once: no Nagle delay on small writes.
         let _ = stream.set_nodelay(true);
-        let app = app
-            .clone()
-            .map_request(move |mut request: axum::http::Request<Incoming>| {
-                request.extensions_mut().insert(ConnectInfo(peer));
-                request
-            });
-        let io = TokioIo::new(WriteTimeout::new(stream, limits.write_timeout));
-        let connection = builder.serve_connection(io, TowerToHyperService::new(app));
-        let connection = graceful.watch(connection);
         let open = OpenConnection::new(metrics.clone());
+        let protocols = protocols.clone();
+        let app = app.clone();
+        let watcher = graceful.watcher();
         tokio::spawn(async move {
-            let _ = connection.await;
+            protocols.connection(stream, peer, app, watcher).await;
             drop(open);
             drop(slot);
         });
     }
     drop(listener);
     graceful.shutdown().await;
+}
+
+/// How the listener speaks on its connections.
+struct Protocols {
+    http1: hyper::server::conn::http1::Builder,
+    http2: hyper::server::conn::http2::Builder<TokioExecutor>,
+    limits: ConnectionLimits,
+    tls: Option<Arc<EdgeTls>>,
+}
+
+impl Protocols {
+    fn new(limits: ConnectionLimits, tls: Option<Arc<EdgeTls>>) -> Protocols {
+        let mut http1 = hyper::server::conn::http1::Builder::new();
+        http1
+            .timer(TokioTimer::new())
+            .header_read_timeout(limits.header_read_timeout)
+            // A request head larger than this gets a 431; hyper's default
+            // (about 400 KB) times max_connections would be gigabytes.
+            .max_buf_size(MAX_HEAD_BYTES);
+        let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+        http2
+            .timer(TokioTimer::new())
+            .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
+            // The same bound on a request head as HTTP/1.1's.
+            .max_header_list_size(MAX_HEAD_BYTES as u32)
+            .keep_alive_interval(H2_PING_EVERY)
+            .keep_alive_timeout(H2_PING_TIMEOUT);
+        Protocols {
+            http1,
+            http2,
+            limits,
+            tls,
+        }
+    }
+
+    /// One connection, from its first byte: the TLS handshake or the
+    /// preface, each within the header-read timeout, then its requests.
+    async fn connection(&self, stream: TcpStream, peer: SocketAddr, app: Router, watcher: Watcher) {
+        let io = WriteTimeout::new(stream, self.limits.write_timeout);
+        let within = self.limits.header_read_timeout;
+        match &self.tls {
+            Some(tls) => {
+                let Ok(Ok(io)) = tokio::time::timeout(within, tls.acceptor().accept(io)).await
+                else {
+                    return;
+                };
+                let protocol = Negotiated::of(io.get_ref().1.alpn_protocol());
+                self.requests(io, protocol, true, peer, app, watcher).await;
+            }
+            None => {
+                let Ok(Ok((io, protocol))) = tokio::time::timeout(within, sniff(io)).await else {
+                    return;
+                };
+                self.requests(io, protocol, false, peer, app, watcher).await;
+            }
+        }
+    }
+
+    async fn requests<I>(
+        &self,
+        io: I,
+        protocol: Negotiated,
+        secure: bool,
+        peer: SocketAddr,
+        app: Router,
+        watcher: Watcher,
+    ) where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let io = TokioIo::new(io);
+        match protocol {
+            Negotiated::Http1 => {
+                let app = app.map_request(move |mut request: Request<Incoming>| {
+                    request.extensions_mut().insert(ConnectInfo(peer));
+                    if secure {
+                        absolute_https(&mut request);
+                    }
+                    request
+                });
+                let connection = self
+                    .http1
+                    .serve_connection(io, TowerToHyperService::new(app));
+                let _ = watcher.watch(connection).await;
+            }
+            Negotiated::Http2 => {
+                let watch = Watch::new();
+                let service = {
+                    let watch = watch.clone();
+                    service_fn(move |mut request: Request<Incoming>| {
+                        request.extensions_mut().insert(ConnectInfo(peer));
+                        host_from_authority(&mut request);
+                        if secure {
+                            absolute_https(&mut request);
+                        }
+                        let in_flight = watch.request();
+                        let watch = watch.clone();
+                        let call = app.clone().oneshot(request);
+                        async move {
+                            let response = call.await?;
+                            drop(in_flight);
+                            Ok::<_, Infallible>(response.map(|body| watch.watched(body)))
+                        }
+                    })
+                };
+                let connection = watcher.watch(self.http2.serve_connection(io, service));
+                let limits = self.limits;
+                tokio::select! {
+                    _ = connection => {}
+                    () = watch.idle(limits.write_timeout, limits.header_read_timeout) => {}
+                }
+            }
+        }
+    }
+}
+
+/// The HTTP/2 connection preface (RFC 9113 3.4).
+const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Reads until the bytes are not the HTTP/2 preface (HTTP/1.1, most often
+/// at the first byte) or are all of it; what was read is read again by
+/// the protocol that follows.
+async fn sniff<I: AsyncRead + Unpin>(mut io: I) -> io::Result<(Prefixed<I>, Negotiated)> {
+    let mut seen = [0u8; PREFACE.len()];
+    let mut len = 0;
+    loop {
+        let read = io.read(&mut seen[len..]).await?;
+        if read == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        len += read;
+        let protocol = if seen[..len] != PREFACE[..len] {
+            Negotiated::Http1
+        } else if len == PREFACE.len() {
+            Negotiated::Http2
+        } else {
+            continue;
+        };
+        return Ok((
+            Prefixed {
+                seen,
+                start: 0,
+                len,
+                io,
+            },
+            protocol,
+        ));
+    }
+}
+
+/// A connection whose first bytes were read already.
+struct Prefixed<I> {
+    seen: [u8; PREFACE.len()],
+    start: usize,
+    len: usize,
+    io: I,
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for Prefixed<I> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.start < self.len {
+            let take = (self.len - self.start).min(buf.remaining());
+            let start = self.start;
+            buf.put_slice(&self.seen[start..start + take]);
+            self.start += take;
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for Prefixed<I> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+/// A request that came over TLS names its scheme, so what reads the URI
+/// (the card's public URL, `X-Forwarded-Proto` towards agents) sees
+/// `https`; in origin form (HTTP/1.1) its `Host` gives the authority, and
+/// one that is no authority leaves the request as it came.
+fn absolute_https(request: &mut Request<Incoming>) {
+    let mut parts = request.uri().clone().into_parts();
+    if parts.authority.is_none() {
+        let host = request
+            .headers()
+            .get(header::HOST)
+            .and_then(|host| Authority::try_from(host.as_bytes()).ok());
+        let Some(host) = host else {
+            return;
+        };
+        parts.authority = Some(host);
+    }
+    parts.scheme = Some(Scheme::HTTPS);
+    if parts.path_and_query.is_none() {
+        parts.path_and_query = Some(PathAndQuery::from_static("/"));
+    }
+    if let Ok(uri) = Uri::from_parts(parts) {
+        *request.uri_mut() = uri;
+    }
+}
+
+/// HTTP/2 carries the host as `:authority`, which hyper puts in the URI;
+/// the gateway's readers of `Host` (forwarding, logs, CORS) get it there.
+fn host_from_authority(request: &mut Request<Incoming>) {
+    if request.headers().contains_key(header::HOST) {
+        return;
+    }
+    let host = request
+        .uri()
+        .authority()
+        .and_then(|authority| HeaderValue::from_str(authority.as_str()).ok());
+    if let Some(host) = host {
+        request.headers_mut().insert(header::HOST, host);
+    }
 }
 
 /// Counts a connection in the open-connections gauge while it lives (a

@@ -88,8 +88,18 @@ async fn admit(state: &AppState, request: &mut Request) -> Result<(), ApiError> 
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map_or(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), |c| c.0);
-    let mut caller =
-        Caller::from_request(peer, request.headers_mut(), &state.config.trusted_proxies);
+    // `https` when the request came over TLS (the listener made its URI
+    // absolute), else what an HTTP/2 client named, else `http`.
+    let own_proto = match request.uri().scheme_str() {
+        Some("https") => "https",
+        _ => "http",
+    };
+    let mut caller = Caller::from_request(
+        peer,
+        own_proto,
+        request.headers_mut(),
+        &state.config.trusted_proxies,
+    );
     if health {
         request.extensions_mut().insert(caller);
         return Ok(());

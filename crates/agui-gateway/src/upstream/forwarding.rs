@@ -55,6 +55,7 @@ impl Caller {
     /// URL, the upstream call) can be steered by them.
     pub fn from_request(
         peer: SocketAddr,
+        own_proto: &str,
         headers: &mut HeaderMap,
         trusted: &TrustedProxies,
     ) -> Caller {
@@ -81,7 +82,7 @@ impl Caller {
             }
             forwarded_for.push_str(&peer_ip.to_string());
             let proto =
-                first_value(headers, "x-forwarded-proto").unwrap_or_else(|| "http".to_owned());
+                first_value(headers, "x-forwarded-proto").unwrap_or_else(|| own_proto.to_owned());
             let host = headers
                 .get("x-forwarded-host")
                 .or_else(|| headers.get(header::HOST))
@@ -102,7 +103,7 @@ impl Caller {
             Caller {
                 ip: peer_ip,
                 forwarded_for: peer_ip.to_string(),
-                proto: "http".to_owned(),
+                proto: own_proto.to_owned(),
                 host: headers.get(header::HOST).map(detached),
                 credentials: Vec::new(),
             }
@@ -351,6 +352,7 @@ mod tests {
         ]);
         let caller = Caller::from_request(
             peer("203.0.113.9"),
+            "http",
             &mut incoming,
             &TrustedProxies::loopback(),
         );
@@ -397,14 +399,19 @@ mod tests {
         let mut untrusted = map(&spoofed);
         let caller = Caller::from_request(
             peer("203.0.113.9"),
+            "http",
             &mut untrusted,
             &TrustedProxies::loopback(),
         );
         assert_eq!(caller.ip, "203.0.113.9".parse::<IpAddr>().unwrap());
         assert!(!untrusted.contains_key("x-forwarded-host"));
         let mut trusted = map(&spoofed);
-        let caller =
-            Caller::from_request(peer("127.0.0.1"), &mut trusted, &TrustedProxies::loopback());
+        let caller = Caller::from_request(
+            peer("127.0.0.1"),
+            "http",
+            &mut trusted,
+            &TrustedProxies::loopback(),
+        );
         assert_eq!(caller.ip, "10.9.9.9".parse::<IpAddr>().unwrap());
         let out = upstream_headers(
             &trusted,
@@ -441,7 +448,7 @@ mod tests {
         let trusted = TrustedProxies(vec!["10.0.0.0/8".parse().unwrap()]);
         let ip_of = |xff: &str| {
             let mut headers = map(&[("x-forwarded-for", xff)]);
-            Caller::from_request(peer("10.0.0.1"), &mut headers, &trusted).ip
+            Caller::from_request(peer("10.0.0.1"), "http", &mut headers, &trusted).ip
         };
         let ip = |s: &str| s.parse::<IpAddr>().unwrap();
         assert_eq!(ip_of("6.6.6.6, 192.0.2.7, 10.0.0.9"), ip("192.0.2.7"));

@@ -133,7 +133,7 @@ impl Agent {
         limits: &Limits,
         card_keys: Option<Arc<TrustedKeys>>,
     ) -> Result<Agent, tls::ClientError> {
-        let stamp = tls::Stamp::of(&config.tls);
+        let stamp = tls::stamp_of(&config.tls);
         let clients = tls::Reloadable::new(tls::build(&config)?, stamp);
         // The configuration check refuses invalid headers; none is dropped
         // silently here for want of a path to report it.

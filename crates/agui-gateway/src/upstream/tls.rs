@@ -5,11 +5,10 @@
 //! `CHECK_EVERY` and the clients rebuilt when they changed. A file that no
 //! longer reads keeps the clients that worked, with one warning per change.
 
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use crate::config::{AgentConfig, TlsMaterial, UpstreamTls};
+use crate::config::{AgentConfig, FileStamp, TlsMaterial, UpstreamTls};
 
 /// How often an agent's TLS files are looked at.
 pub const CHECK_EVERY: Duration = Duration::from_secs(10);
@@ -101,19 +100,12 @@ pub fn untrusted_certificate(err: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// What the files looked like when the clients were built: their length
-/// and modification time.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Stamp(Vec<Option<(u64, SystemTime)>>);
+/// What the files looked like when the clients were built.
+pub type Stamp = FileStamp;
 
-impl Stamp {
-    pub fn of(tls: &UpstreamTls) -> Stamp {
-        let stamp = |path: &Path| {
-            let meta = std::fs::metadata(path).ok()?;
-            Some((meta.len(), meta.modified().ok()?))
-        };
-        Stamp(tls.files().map(stamp).collect())
-    }
+/// The stamp of an agent's TLS files.
+pub fn stamp_of(tls: &UpstreamTls) -> Stamp {
+    FileStamp::of(tls.files())
 }
 
 /// The clients in use and the stamp they were built from.
@@ -139,7 +131,7 @@ impl Reloadable {
     /// did. A change that does not build is warned about once and kept
     /// out (the old clients stay).
     pub fn reload(&self, config: &AgentConfig) -> bool {
-        let stamp = Stamp::of(&config.tls);
+        let stamp = stamp_of(&config.tls);
         let unchanged = self
             .current
             .lock()
@@ -195,7 +187,7 @@ mod tests {
         let mut config =
             AgentConfig::new("a", url::Url::parse("https://127.0.0.1:9/").expect("a URL"));
         config.tls.ca_file = Some(ca.clone());
-        let clients = Reloadable::new(build(&config).expect("clients"), Stamp::of(&config.tls));
+        let clients = Reloadable::new(build(&config).expect("clients"), stamp_of(&config.tls));
         assert!(!clients.reload(&config), "nothing changed");
         // A rotated bundle (longer: the stamp sees it even within the
         // file system's time resolution).

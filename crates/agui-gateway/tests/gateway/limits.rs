@@ -14,7 +14,7 @@ use crate::support::*;
 
 /// Waits until the gateway closes `stream` (EOF or reset), up to `within`;
 /// the time it took, or `None`.
-async fn closed_within(stream: &mut TcpStream, within: Duration) -> Option<Duration> {
+pub(crate) async fn closed_within(stream: &mut TcpStream, within: Duration) -> Option<Duration> {
     let started = Instant::now();
     let mut buf = [0u8; 4096];
     let read = async {

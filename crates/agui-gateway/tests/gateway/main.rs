@@ -13,6 +13,7 @@ mod config;
 mod copilotkit;
 mod cors;
 mod edge;
+mod edge_tls;
 mod failures;
 mod frameworks;
 mod framing;

@@ -108,10 +108,15 @@ pub fn start_reporting(
     }
 }
 
-/// The port of the first `http://host:port` in `text` (a plain line, or a
-/// JSON log line, where the URL is followed by a quote).
+/// The port of the first `http://host:port` or `https://host:port` in
+/// `text` (a plain line, or a JSON log line, where the URL is followed by
+/// a quote).
 pub fn port_in(text: &str) -> Option<u16> {
-    let after = text.split("http://").nth(1).unwrap_or(text.trim());
+    let after = text
+        .split("http://")
+        .nth(1)
+        .or_else(|| text.split("https://").nth(1))
+        .unwrap_or(text.trim());
     let authority: String = after
         .chars()
         .take_while(|c| !matches!(c, '/' | '"' | ' ' | '\\'))
