@@ -78,10 +78,13 @@ fn clients(args: &Args) -> anyhow::Result<Vec<reqwest::Client>> {
         None => Vec::new(),
     };
     let build = || -> anyhow::Result<reqwest::Client> {
-        let mut builder = reqwest::Client::builder()
-            .no_proxy()
-            .tcp_nodelay(true)
-            .pool_max_idle_per_host(0);
+        let mut builder = reqwest::Client::builder().no_proxy().tcp_nodelay(true);
+        // HTTP/1.1: a fresh connection per stream. HTTP/2 keeps the pool
+        // on, which is what lets every request to the host share one
+        // connection (without it hyper opens one per request).
+        if matches!(args.protocol, Protocol::Http1) {
+            builder = builder.pool_max_idle_per_host(0);
+        }
         if !roots.is_empty() {
             builder = builder.tls_certs_only(roots.clone());
         }
@@ -141,6 +144,7 @@ async fn one_stream(
     url: String,
     payload: Value,
     all_open: Arc<AtomicU64>,
+    want_http2: bool,
 ) -> Result<(u64, Vec<u64>), String> {
     let started = Instant::now();
     let response = client
@@ -152,6 +156,9 @@ async fn one_stream(
         .map_err(|e| e.to_string())?;
     if !response.status().is_success() {
         return Err(format!("HTTP {}", response.status()));
+    }
+    if want_http2 && response.version() != reqwest::Version::HTTP_2 {
+        return Err(format!("{:?}, not HTTP/2", response.version()));
     }
     all_open.fetch_add(1, Ordering::Relaxed);
     let mut parser = SseParser::default();
@@ -224,6 +231,19 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let clients = clients(&args)?;
     let per_connection = args.streams_per_connection.max(1);
+    let want_http2 = matches!(args.protocol, Protocol::Http2);
+    if want_http2 {
+        // One request on each client first: its connection is made and
+        // known to be HTTP/2 before the streams start, so they share it
+        // (concurrent first requests over TLS would each open one, not
+        // knowing yet what ALPN will say).
+        for client in &clients {
+            let warm = client.get(&args.url).send().await;
+            if let Err(err) = warm {
+                anyhow::bail!("warming up a connection: {err}");
+            }
+        }
+    }
     let totals = Arc::new(Mutex::new(Totals::default()));
     let all_open = Arc::new(AtomicU64::new(0));
     let before = sample_all(&args.pid);
@@ -256,7 +276,7 @@ async fn main() -> anyhow::Result<()> {
         );
         let payload = body(&args.mode, &args.message, n);
         tasks.push(tokio::spawn(async move {
-            let outcome = one_stream(client, url, payload, all_open).await;
+            let outcome = one_stream(client, url, payload, all_open, want_http2).await;
             let mut totals = totals.lock().await;
             match outcome {
                 Ok((ttfe, latencies)) => {
@@ -296,6 +316,7 @@ async fn main() -> anyhow::Result<()> {
     let result = json!({
         "setup": args.setup,
         "protocol": format!("{:?}", args.protocol).to_lowercase(),
+        "connections": if want_http2 { clients.len() } else { args.streams },
         "concurrency": args.streams,
         "streams_ok": totals.ok,
         "errors": totals.errors + unfinished,

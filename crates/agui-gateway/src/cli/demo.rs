@@ -70,7 +70,14 @@ pub async fn demo(
     };
     // Written once the listener is bound: `--listen …:0` names its port.
     let banner = move |local: SocketAddr| {
-        let base = format!("{scheme}://{local}");
+        // An unspecified address is no name a client can use (nor one the
+        // certificate holds): this machine's is.
+        let shown = if local.ip().is_unspecified() {
+            format!("localhost:{}", local.port())
+        } else {
+            local.to_string()
+        };
+        let base = format!("{scheme}://{shown}");
         format!(
             "demo A2A agent (0.3 JSON-RPC) on http://{agent_addr}/, fronted as agent \"assistant\"\n\
          {certificate}\
@@ -130,12 +137,18 @@ fn self_signed(listen: SocketAddr) -> anyhow::Result<SelfSigned> {
     params.not_after = (now + Duration::from_secs(30 * 24 * 3600)).into();
     let key = rcgen::KeyPair::generate().context("a key for the demo certificate")?;
     let certificate = params.self_signed(&key).context("the demo certificate")?;
-    let dir = std::env::temp_dir().join(format!("agui-gateway-demo-tls-{}", std::process::id()));
+    // A fresh folder of this user's only (a name nobody can have made
+    // before, created or refused, never followed), and files created new.
+    let name = format!(
+        "agui-gateway-demo-tls-{}-{:016x}",
+        std::process::id(),
+        agui_gateway::random::random_u64()
+    );
+    let dir = std::env::temp_dir().join(name);
     let mut builder = std::fs::DirBuilder::new();
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
     builder
-        .recursive(true)
         .create(&dir)
         .with_context(|| format!("cannot create {}", dir.display()))?;
     let files = ServeTls {
@@ -144,9 +157,21 @@ fn self_signed(listen: SocketAddr) -> anyhow::Result<SelfSigned> {
         names: TLS_FLAGS,
     };
     let pem = certificate.pem();
-    std::fs::write(&files.cert, &pem)
-        .with_context(|| format!("cannot write {}", files.cert.display()))?;
-    std::fs::write(&files.key, key.serialize_pem())
-        .with_context(|| format!("cannot write {}", files.key.display()))?;
+    write_new(&files.cert, pem.as_bytes())?;
+    write_new(&files.key, key.serialize_pem().as_bytes())?;
     Ok(SelfSigned { files, pem })
+}
+
+/// Writes a file that must not exist yet, readable by this user only.
+fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    file.write_all(bytes)
+        .with_context(|| format!("cannot write {}", path.display()))
 }

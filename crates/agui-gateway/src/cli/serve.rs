@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use agui_gateway::config::Config;
 use agui_gateway::edge::listener;
-use agui_gateway::edge::listener::ConnectionLimits;
+use agui_gateway::edge::listener::{ConnectionLimits, DrainSignals};
 use agui_gateway::edge::tls::EdgeTls;
 use agui_gateway::http::router;
 use agui_gateway::obs::logging::{LogFormat as Log, announce};
@@ -107,13 +107,17 @@ pub async fn serve(config: Config, banner: Option<Banner>, log: Log) -> anyhow::
         };
         let app = router::admin_router(state.clone());
         let metrics = state.metrics.clone();
-        let stop = shutdown.stop.clone();
+        // Probes are answered through the drain (readiness says 503).
+        let drain = DrainSignals {
+            draining: shutdown.stop.clone(),
+            stop: shutdown.stop.clone(),
+        };
         tokio::spawn(listener::serve(
             admin,
             app,
             admin_limits,
             metrics,
-            stop,
+            drain,
             None,
         ));
     }
@@ -129,7 +133,10 @@ pub async fn serve(config: Config, banner: Option<Banner>, log: Log) -> anyhow::
         app,
         limits,
         state.metrics.clone(),
-        shutdown.stop.clone(),
+        DrainSignals {
+            draining: shutdown.draining.clone(),
+            stop: shutdown.stop.clone(),
+        },
         tls,
     );
     let stop = shutdown.stop.clone();

@@ -29,6 +29,17 @@ use http_body::Frame;
 /// How often a connection's streams are looked at.
 const TICK: Duration = Duration::from_secs(1);
 
+/// The most a body hands hyper at once: a frame is "handed over" until
+/// hyper asks for the next, so a large event (up to `max_event_bytes`)
+/// going out slowly but steadily to a reading client must not look like
+/// a stall. 16 KiB is HTTP/2's default frame size.
+const MAX_HANDED: usize = 16 << 10;
+
+/// Entries the list of bodies may hold before it is pruned on insert:
+/// twice the streams a connection may have open, so a client sending
+/// small requests fast cannot grow it between sweeps.
+const PRUNE_AT: usize = 200;
+
 /// One HTTP/2 connection's requests and streams.
 pub struct Watch {
     started: Instant,
@@ -60,9 +71,11 @@ impl Drop for InFlight {
 }
 
 impl Watch {
-    pub fn new() -> Arc<Watch> {
+    /// The watch of a connection accepted at `accepted` (its idle time
+    /// counts from then).
+    pub fn new(accepted: Instant) -> Arc<Watch> {
         Arc::new(Watch {
-            started: Instant::now(),
+            started: accepted,
             in_flight: AtomicUsize::new(0),
             last_active: AtomicU64::new(0),
             bodies: Mutex::new(Vec::new()),
@@ -90,11 +103,15 @@ impl Watch {
             handed_at: AtomicU64::new(0),
         });
         if let Ok(mut bodies) = self.bodies.lock() {
+            if bodies.len() >= PRUNE_AT {
+                bodies.retain(|weak| weak.strong_count() > 0);
+            }
             bodies.push(Arc::downgrade(&stream));
         }
         Body::new(Watched {
             stream,
             watch: self.clone(),
+            rest: Bytes::new(),
         })
     }
 
@@ -157,12 +174,22 @@ impl Watch {
 struct Watched {
     stream: Arc<Stream>,
     watch: Arc<Watch>,
+    /// What is left of a data frame larger than `MAX_HANDED`.
+    rest: Bytes,
 }
 
 /// What hyper gets from a body whose client stopped reading.
 #[derive(Debug, thiserror::Error)]
 #[error("the client stopped reading this stream")]
 struct Stalled;
+
+impl Watched {
+    /// The next at most `MAX_HANDED` bytes of `rest`.
+    fn next_piece(&mut self) -> Bytes {
+        let take = self.rest.len().min(MAX_HANDED);
+        self.rest.split_to(take)
+    }
+}
 
 impl http_body::Body for Watched {
     type Data = Bytes;
@@ -174,14 +201,38 @@ impl http_body::Body for Watched {
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
         let this = self.get_mut();
         this.stream.handed_at.store(0, Ordering::Relaxed);
-        let Ok(mut inner) = this.stream.inner.lock() else {
-            return Poll::Ready(Some(Err(axum::Error::new(Stalled))));
+        let polled = if this.rest.is_empty() {
+            let Ok(mut inner) = this.stream.inner.lock() else {
+                return Poll::Ready(Some(Err(axum::Error::new(Stalled))));
+            };
+            let Some(body) = inner.as_mut() else {
+                return Poll::Ready(Some(Err(axum::Error::new(Stalled))));
+            };
+            let polled = Pin::new(body).poll_frame(cx);
+            drop(inner);
+            match polled {
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(data) => {
+                        this.rest = data;
+                        Poll::Ready(Some(Ok(Frame::data(this.next_piece()))))
+                    }
+                    Err(frame) => Poll::Ready(Some(Ok(frame))),
+                },
+                other => other,
+            }
+        } else {
+            // The inner body may have been dropped meanwhile: what it
+            // handed over before goes out still only if it was not.
+            if this
+                .stream
+                .inner
+                .lock()
+                .map_or(true, |inner| inner.is_none())
+            {
+                return Poll::Ready(Some(Err(axum::Error::new(Stalled))));
+            }
+            Poll::Ready(Some(Ok(Frame::data(this.next_piece()))))
         };
-        let Some(body) = inner.as_mut() else {
-            return Poll::Ready(Some(Err(axum::Error::new(Stalled))));
-        };
-        let polled = Pin::new(body).poll_frame(cx);
-        drop(inner);
         if let Poll::Ready(Some(Ok(_))) = &polled {
             let now = this.watch.now_ms();
             this.watch.last_active.store(now, Ordering::Relaxed);
@@ -191,18 +242,31 @@ impl http_body::Body for Watched {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.stream.inner.lock().map_or(true, |inner| {
-            inner.as_ref().is_none_or(|b| b.is_end_stream())
-        })
+        // Never while a watched body lives: a body the watch dropped must
+        // end in an error (a reset), not a clean end of stream.
+        self.rest.is_empty()
+            && self
+                .stream
+                .inner
+                .lock()
+                .is_ok_and(|inner| inner.as_ref().is_some_and(http_body::Body::is_end_stream))
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
-        self.stream
+        let inner = self
+            .stream
             .inner
             .lock()
             .ok()
             .and_then(|inner| inner.as_ref().map(http_body::Body::size_hint))
-            .unwrap_or_default()
+            .unwrap_or_default();
+        let rest = self.rest.len() as u64;
+        let mut hint = http_body::SizeHint::new();
+        hint.set_lower(inner.lower().saturating_add(rest));
+        if let Some(upper) = inner.upper() {
+            hint.set_upper(upper.saturating_add(rest));
+        }
+        hint
     }
 }
 
@@ -218,7 +282,7 @@ mod tests {
     #[tokio::test]
     async fn a_body_not_polled_after_a_frame_is_dropped_and_an_idle_connection_ends() {
         let (write, idle) = (Duration::from_secs(60), Duration::from_secs(100));
-        let watch = Watch::new();
+        let watch = Watch::new(Instant::now());
         let request = watch.request();
         // A body that would stream for ever; the drop of its source shows
         // the watch ended it.
@@ -251,5 +315,23 @@ mod tests {
         // Nothing open, nothing in flight: idle once `idle` has passed.
         assert!(watch.sweep_at(90_000, write, idle));
         assert!(!watch.sweep_at(101_000, write, idle));
+    }
+
+    #[tokio::test]
+    async fn a_large_frame_goes_out_in_pieces_each_of_which_is_progress() {
+        let watch = Watch::new(Instant::now());
+        let big = Bytes::from(vec![b'x'; 40 << 10]);
+        let mut body = watch.watched(Body::from(big.clone()));
+        let mut pieces = Vec::new();
+        while let Some(frame) = next(&mut body).await {
+            let data = frame.expect("data").into_data().expect("a data frame");
+            pieces.push(data.len());
+        }
+        assert_eq!(pieces, [16 << 10, 16 << 10, 8 << 10]);
+        // Many small responses on one connection: the list stays bounded.
+        for _ in 0..1_000 {
+            drop(watch.watched(Body::from("ok")));
+        }
+        assert!(watch.bodies.lock().expect("not poisoned").len() <= PRUNE_AT);
     }
 }

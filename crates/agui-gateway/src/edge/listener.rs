@@ -23,12 +23,13 @@ use axum::http::{HeaderValue, Request, Uri, header};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use hyper_util::server::graceful::GracefulConnection;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
 use super::h2::Watch;
@@ -75,7 +76,31 @@ const MAX_STREAMS_PER_CONNECTION: u32 = 100;
 const H2_PING_EVERY: Duration = Duration::from_secs(20);
 const H2_PING_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Serves `app` on `listener` until `draining` fires, then waits for open
+/// When a listener's connections are asked to finish: `draining` (new
+/// requests are refused from then; HTTP/2 clients get a GOAWAY so they
+/// open their next stream elsewhere, as HTTP/1.1 clients do on the
+/// refusal's `Connection: close`), and `stop` (the listener closes, every
+/// connection finishes its current requests).
+#[derive(Clone)]
+pub struct DrainSignals {
+    pub draining: CancellationToken,
+    pub stop: CancellationToken,
+}
+
+/// How a request came in, for what must not take a client's word for it
+/// (the scheme a forwarded request names, the card's base).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transport {
+    /// Over TLS.
+    pub secure: bool,
+}
+
+/// How long a connection asked to finish while idle may take to say
+/// goodbye (an HTTP/2 GOAWAY, then the close: a client that has not
+/// finished its handshake gets no longer).
+const GOODBYE: Duration = Duration::from_secs(1);
+
+/// Serves `app` on `listener` until `drain.stop` fires, then waits for open
 /// connections to finish their requests. With `tls`, every connection is
 /// TLS and ALPN picks HTTP/2 or HTTP/1.1; without, a connection that opens
 /// with the HTTP/2 preface speaks HTTP/2 (prior knowledge, behind a proxy
@@ -85,17 +110,20 @@ pub async fn serve(
     app: Router,
     limits: ConnectionLimits,
     metrics: Arc<Metrics>,
-    draining: CancellationToken,
+    drain: DrainSignals,
     tls: Option<Arc<EdgeTls>>,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let refusals = Arc::new(Semaphore::new(MAX_REFUSALS));
-    let graceful = GracefulShutdown::new();
+    let connections = TaskTracker::new();
+    // A plain-text 503 means nothing inside a TLS handshake: there, a
+    // connection over the cap is closed without a word.
+    let refuse_in_words = tls.is_none();
     let protocols = Arc::new(Protocols::new(limits, tls));
     let refused_log = LogThrottle::new();
     loop {
         let accepted = tokio::select! {
-            _ = draining.cancelled() => break,
+            _ = drain.stop.cancelled() => break,
             accepted = listener.accept() => accepted,
         };
         let (stream, peer) = match accepted {
@@ -118,7 +146,7 @@ pub async fn serve(
                     "connection refused: the gateway has all the connections it takes"
                 );
             }
-            if let Ok(refusal) = refusals.clone().try_acquire_owned() {
+            if refuse_in_words && let Ok(refusal) = refusals.clone().try_acquire_owned() {
                 tokio::spawn(async move {
                     refuse(stream).await;
                     drop(refusal);
@@ -131,15 +159,16 @@ pub async fn serve(
         let open = OpenConnection::new(metrics.clone());
         let protocols = protocols.clone();
         let app = app.clone();
-        let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            protocols.connection(stream, peer, app, watcher).await;
+        let drain = drain.clone();
+        connections.spawn(async move {
+            protocols.connection(stream, peer, app, drain).await;
             drop(open);
             drop(slot);
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    connections.close();
+    connections.wait().await;
 }
 
 /// How the listener speaks on its connections.
@@ -176,10 +205,23 @@ impl Protocols {
     }
 
     /// One connection, from its first byte: the TLS handshake or the
-    /// preface, each within the header-read timeout, then its requests.
-    async fn connection(&self, stream: TcpStream, peer: SocketAddr, app: Router, watcher: Watcher) {
+    /// preface, then its requests; the first request head must be in
+    /// within the header-read timeout of the accept, whatever came first.
+    async fn connection(
+        &self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        app: Router,
+        drain: DrainSignals,
+    ) {
+        let accepted = tokio::time::Instant::now();
         let io = WriteTimeout::new(stream, self.limits.write_timeout);
         let within = self.limits.header_read_timeout;
+        let at = Arrival {
+            peer,
+            accepted,
+            secure: self.tls.is_some(),
+        };
         match &self.tls {
             Some(tls) => {
                 let Ok(Ok(io)) = tokio::time::timeout(within, tls.acceptor().accept(io)).await
@@ -187,13 +229,13 @@ impl Protocols {
                     return;
                 };
                 let protocol = Negotiated::of(io.get_ref().1.alpn_protocol());
-                self.requests(io, protocol, true, peer, app, watcher).await;
+                self.requests(io, protocol, at, app, drain).await;
             }
             None => {
                 let Ok(Ok((io, protocol))) = tokio::time::timeout(within, sniff(io)).await else {
                     return;
                 };
-                self.requests(io, protocol, false, peer, app, watcher).await;
+                self.requests(io, protocol, at, app, drain).await;
             }
         }
     }
@@ -202,38 +244,52 @@ impl Protocols {
         &self,
         io: I,
         protocol: Negotiated,
-        secure: bool,
-        peer: SocketAddr,
+        at: Arrival,
         app: Router,
-        watcher: Watcher,
+        drain: DrainSignals,
     ) where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let io = TokioIo::new(io);
+        let Arrival {
+            peer,
+            accepted,
+            secure,
+        } = at;
+        let transport = Transport { secure };
         match protocol {
             Negotiated::Http1 => {
                 let app = app.map_request(move |mut request: Request<Incoming>| {
                     request.extensions_mut().insert(ConnectInfo(peer));
-                    if secure {
-                        absolute_https(&mut request);
-                    }
+                    request.extensions_mut().insert(transport);
+                    own_scheme(&mut request, secure);
                     request
                 });
-                let connection = self
-                    .http1
-                    .serve_connection(io, TowerToHyperService::new(app));
-                let _ = watcher.watch(connection).await;
+                // What the handshake or the preface left of the first
+                // head's time (at least a moment to read what is there).
+                let left = self
+                    .limits
+                    .header_read_timeout
+                    .saturating_sub(accepted.elapsed())
+                    .max(Duration::from_millis(100));
+                let mut http1 = self.http1.clone();
+                http1.header_read_timeout(left);
+                let connection = http1.serve_connection(io, TowerToHyperService::new(app));
+                let ends = Ends {
+                    stop: drain.stop,
+                    draining: None,
+                };
+                ends.drive(connection, std::future::pending()).await;
             }
             Negotiated::Http2 => {
-                let watch = Watch::new();
+                let watch = Watch::new(accepted);
                 let service = {
                     let watch = watch.clone();
                     service_fn(move |mut request: Request<Incoming>| {
                         request.extensions_mut().insert(ConnectInfo(peer));
+                        request.extensions_mut().insert(transport);
                         host_from_authority(&mut request);
-                        if secure {
-                            absolute_https(&mut request);
-                        }
+                        own_scheme(&mut request, secure);
                         let in_flight = watch.request();
                         let watch = watch.clone();
                         let call = app.clone().oneshot(request);
@@ -244,12 +300,75 @@ impl Protocols {
                         }
                     })
                 };
-                let connection = watcher.watch(self.http2.serve_connection(io, service));
+                let connection = self.http2.serve_connection(io, service);
                 let limits = self.limits;
-                tokio::select! {
-                    _ = connection => {}
-                    () = watch.idle(limits.write_timeout, limits.header_read_timeout) => {}
+                let idle = watch.idle(limits.write_timeout, limits.header_read_timeout);
+                let ends = Ends {
+                    stop: drain.stop,
+                    draining: Some(drain.draining),
+                };
+                ends.drive(connection, idle).await;
+            }
+        }
+    }
+}
+
+/// Where and when a connection came in, and whether over TLS.
+#[derive(Clone, Copy)]
+struct Arrival {
+    peer: SocketAddr,
+    accepted: tokio::time::Instant,
+    secure: bool,
+}
+
+/// What asks a connection to finish.
+struct Ends {
+    stop: CancellationToken,
+    /// HTTP/2's: a GOAWAY at once when draining.
+    draining: Option<CancellationToken>,
+}
+
+impl Ends {
+    /// Drives `connection` to its end. Asked to finish (on `stop`, on
+    /// `draining`, or when `idle` resolves), it completes its open
+    /// requests and closes; one asked while idle has `GOODBYE` to do so.
+    async fn drive<C>(self, connection: C, idle: impl Future<Output = ()>)
+    where
+        C: GracefulConnection,
+    {
+        let mut connection = std::pin::pin!(connection);
+        let mut idle = std::pin::pin!(idle);
+        let draining = async {
+            match &self.draining {
+                Some(draining) => draining.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let mut draining = std::pin::pin!(draining);
+        let mut asked = false;
+        let mut goodbye: Option<Pin<Box<tokio::time::Sleep>>> = None;
+        loop {
+            tokio::select! {
+                _ = connection.as_mut() => return,
+                () = self.stop.cancelled(), if !asked => {
+                    asked = true;
+                    connection.as_mut().graceful_shutdown();
                 }
+                () = &mut draining, if !asked => {
+                    asked = true;
+                    connection.as_mut().graceful_shutdown();
+                }
+                () = &mut idle, if !asked => {
+                    asked = true;
+                    connection.as_mut().graceful_shutdown();
+                    goodbye = Some(Box::pin(tokio::time::sleep(GOODBYE)));
+                }
+                () = async {
+                    match goodbye.as_mut() {
+                        Some(sleep) => sleep.await,
+                        None => std::future::pending().await,
+                    }
+                } => return,
             }
         }
     }
@@ -344,12 +463,17 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Prefixed<I> {
     }
 }
 
-/// A request that came over TLS names its scheme, so what reads the URI
-/// (the card's public URL, `X-Forwarded-Proto` towards agents) sees
-/// `https`; in origin form (HTTP/1.1) its `Host` gives the authority, and
-/// one that is no authority leaves the request as it came.
-fn absolute_https(request: &mut Request<Incoming>) {
+/// The request's URI names the scheme the connection is, whatever the
+/// client wrote (an absolute-form `https://…` target over clear text, an
+/// HTTP/2 `:scheme`): what reads the URI (the card's base) can trust it.
+/// Over TLS an origin-form target becomes absolute with its `Host` as the
+/// authority; one whose `Host` is no authority keeps no scheme (and the
+/// `Transport` extension still says TLS).
+fn own_scheme(request: &mut Request<Incoming>, secure: bool) {
     let mut parts = request.uri().clone().into_parts();
+    if !secure && parts.scheme.is_none() {
+        return;
+    }
     if parts.authority.is_none() {
         let host = request
             .headers()
@@ -360,7 +484,7 @@ fn absolute_https(request: &mut Request<Incoming>) {
         };
         parts.authority = Some(host);
     }
-    parts.scheme = Some(Scheme::HTTPS);
+    parts.scheme = Some(if secure { Scheme::HTTPS } else { Scheme::HTTP });
     if parts.path_and_query.is_none() {
         parts.path_and_query = Some(PathAndQuery::from_static("/"));
     }
@@ -371,10 +495,9 @@ fn absolute_https(request: &mut Request<Incoming>) {
 
 /// HTTP/2 carries the host as `:authority`, which hyper puts in the URI;
 /// the gateway's readers of `Host` (forwarding, logs, CORS) get it there.
+/// A `Host` beside it that says otherwise is replaced (RFC 9113 8.3.1:
+/// the two must agree; the authority is what the card is built from).
 fn host_from_authority(request: &mut Request<Incoming>) {
-    if request.headers().contains_key(header::HOST) {
-        return;
-    }
     let host = request
         .uri()
         .authority()

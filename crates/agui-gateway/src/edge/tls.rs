@@ -3,9 +3,10 @@
 //! looked at every `CHECK_EVERY` and the pair reloaded when they changed
 //! (a renewed certificate, a Kubernetes Secret update): new handshakes get
 //! the new pair, open connections keep theirs. A pair that no longer loads
-//! is warned about once per change and the one that worked stays.
+//! is warned about once per change and the one that worked stays; it is
+//! tried again at every look, so one that becomes valid is taken.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime};
 
 use rustls::ServerConfig;
@@ -52,6 +53,8 @@ pub struct EdgeTls {
 struct Pair {
     files: ServeTls,
     current: RwLock<(Arc<CertifiedKey>, FileStamp)>,
+    /// The stamp of files that did not load, warned about once.
+    warned: Mutex<Option<FileStamp>>,
 }
 
 impl ResolvesServerCert for Pair {
@@ -72,6 +75,7 @@ impl EdgeTls {
         let pair = Arc::new(Pair {
             files: files.clone(),
             current: RwLock::new((key, stamp)),
+            warned: Mutex::new(None),
         });
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         // The provider's defaults (TLS 1.3 and 1.2) cannot fail to build;
@@ -97,7 +101,10 @@ impl EdgeTls {
         &self.acceptor
     }
 
-    /// Reloads the pair when its files changed; true when it did.
+    /// Reloads the pair when its files changed; true when it did. A pair
+    /// that does not load is tried again at every look (a certificate not
+    /// valid yet becomes valid, a key written after its certificate
+    /// arrives), and warned about once per change of the files.
     pub fn reload(&self) -> bool {
         let pair = &self.pair;
         let stamp = FileStamp::of(pair.files.files());
@@ -108,21 +115,25 @@ impl EdgeTls {
         if unchanged {
             return false;
         }
-        let loaded = pair.files.load(SystemTime::now());
-        let Ok(mut current) = pair.current.write() else {
-            return false;
-        };
-        current.1 = stamp;
-        match loaded {
+        match pair.files.load(SystemTime::now()) {
             Ok(key) => {
-                current.0 = key;
+                let Ok(mut current) = pair.current.write() else {
+                    return false;
+                };
+                *current = (key, stamp);
                 tracing::info!("TLS certificate files changed: new handshakes use the new pair");
                 true
             }
             Err(err) => {
-                tracing::warn!(
-                    "TLS certificate files changed but do not load ({err}): the previous pair stays"
-                );
+                let Ok(mut warned) = pair.warned.lock() else {
+                    return false;
+                };
+                if warned.as_ref() != Some(&stamp) {
+                    tracing::warn!(
+                        "TLS certificate files changed but do not load ({err}): the previous pair stays"
+                    );
+                    *warned = Some(stamp);
+                }
                 false
             }
         }
@@ -183,14 +194,17 @@ mod tests {
         pair(&dir, "a-second-and-longer-name.example");
         assert!(tls.reload());
         assert!(!Arc::ptr_eq(&before, &served(&tls)));
-        // A key of another pair: refused, the working pair stays, and it is
-        // not tried again until the files change.
+        // A key of another pair: refused, the working pair stays; tried
+        // again at the next look, and taken once the files make a pair.
         let other = rcgen::KeyPair::generate().expect("a key");
         std::fs::write(&files.key, other.serialize_pem()).expect("written");
         let before = served(&tls);
         assert!(!tls.reload());
         assert!(Arc::ptr_eq(&before, &served(&tls)));
         assert!(!tls.reload());
+        pair(&dir, "a-third-name.example");
+        assert!(tls.reload());
+        assert!(!Arc::ptr_eq(&before, &served(&tls)));
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::edge::auth::{AuthError, Principal};
 use crate::edge::error::ApiError;
+use crate::edge::listener::Transport;
 use crate::state::{AppHandle, AppState};
 use crate::upstream::Agent;
 use crate::upstream::forwarding::{Caller, has_looped};
@@ -88,12 +89,13 @@ async fn admit(state: &AppState, request: &mut Request) -> Result<(), ApiError> 
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map_or(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), |c| c.0);
-    // `https` when the request came over TLS (the listener made its URI
-    // absolute), else what an HTTP/2 client named, else `http`.
-    let own_proto = match request.uri().scheme_str() {
-        Some("https") => "https",
-        _ => "http",
-    };
+    // The connection's own scheme (the listener says), never the client's
+    // word: a forwarded `X-Forwarded-Proto` counts only from a trusted peer.
+    let secure = request
+        .extensions()
+        .get::<Transport>()
+        .is_some_and(|transport| transport.secure);
+    let own_proto = if secure { "https" } else { "http" };
     let mut caller = Caller::from_request(
         peer,
         own_proto,

@@ -344,32 +344,53 @@ async fn stalled_handshakes_and_prefaces_are_cut_by_the_header_read_timeout() {
 }
 
 /// An HTTP/2 connection by prior knowledge whose stream windows are
-/// `window` bytes, and a run on it.
+/// `window` bytes, a run on it, and the connection's task (it ends when
+/// the gateway closes the connection).
 async fn h2_run(
     port: u16,
     window: u32,
     scenario: &str,
-) -> (h2::client::SendRequest<Bytes>, h2::RecvStream) {
+) -> (
+    h2::client::SendRequest<Bytes>,
+    h2::RecvStream,
+    tokio::task::JoinHandle<Result<(), h2::Error>>,
+) {
     let tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     let (client, connection) = h2::client::Builder::new()
         .initial_window_size(window)
         .handshake::<_, Bytes>(tcp)
         .await
         .unwrap();
-    tokio::spawn(connection);
+    let connection = tokio::spawn(connection);
     let mut client = client.ready().await.unwrap();
-    let request = axum::http::Request::post(format!(
-        "http://127.0.0.1:{port}/v1/agents/default/stream?format=agui"
-    ))
-    .header("x-fake", scenario)
-    .body(())
-    .unwrap();
-    let (response, mut send) = client.send_request(request, false).unwrap();
+    let (response, mut send) = client
+        .send_request(h2_request(port, "http", scenario), false)
+        .unwrap();
     send.send_data(Bytes::from_static(crate::SEED_BODY.as_bytes()), true)
         .unwrap();
     let response = response.await.unwrap();
     assert_eq!(response.status(), 200);
-    (client, response.into_body())
+    (client, response.into_body(), connection)
+}
+
+fn h2_request(port: u16, scheme: &str, scenario: &str) -> axum::http::Request<()> {
+    axum::http::Request::post(format!(
+        "{scheme}://127.0.0.1:{port}/v1/agents/default/stream?format=agui"
+    ))
+    .header("x-fake", scenario)
+    .body(())
+    .unwrap()
+}
+
+/// The rest of a stream, as text.
+async fn read_to_end(body: &mut h2::RecvStream) -> String {
+    let mut text = String::new();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.unwrap();
+        let _ = body.flow_control().release_capacity(chunk.len());
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    text
 }
 
 /// Waits until the fake saw its stream closed and a cancel.
@@ -394,7 +415,7 @@ async fn an_http2_stream_reset_closes_its_upstream_and_cancels() {
         &format!("http://{addr}/"),
         &["--cancel-on-disconnect", "--detach-grace-secs", "0"],
     );
-    let (client, mut body) = h2_run(gw.port, 65_535, "endless").await;
+    let (client, mut body, _connection) = h2_run(gw.port, 65_535, "endless").await;
     let first = body.data().await.unwrap().unwrap();
     assert!(String::from_utf8_lossy(&first).contains("RUN_STARTED"));
     // RST_STREAM (CANCEL) on this stream alone; the connection stays.
@@ -425,7 +446,7 @@ async fn an_http2_client_that_stops_reading_a_stream_loses_it_after_the_write_ti
     // gateway has nowhere to write this stream, though the socket and the
     // connection are fine (pings are answered).
     let started = Instant::now();
-    let (client, body) = h2_run(gw.port, 1024, "endless").await;
+    let (client, body, _connection) = h2_run(gw.port, 1024, "endless").await;
     let lag = upstream_closed_and_cancelled(&fake, started, Duration::from_secs(15)).await;
     eprintln!("edge: an HTTP/2 stream not read any more ended its upstream call after {lag:?}");
     // The endless run would last 30 s; the stall (about 1 KiB of events,
@@ -433,4 +454,116 @@ async fn an_http2_client_that_stops_reading_a_stream_loses_it_after_the_write_ti
     assert!(lag < Duration::from_secs(10), "{lag:?}");
     drop(body);
     drop(client);
+}
+
+#[tokio::test]
+async fn a_draining_gateway_sends_http2_clients_a_goaway_and_their_streams_finish() {
+    let (addr, _fake) = fake_upstream().await;
+    let gw = gateway_for(&format!("http://{addr}/"), &["--shutdown-grace-secs", "20"]);
+    // Eight events 200 ms apart.
+    let (client, mut body, _connection) = h2_run(gw.port, 65_535, "drip").await;
+    let first = body.data().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("RUN_STARTED"));
+    gw.terminate();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Over HTTP/1.1 the drain's 503 says `Connection: close`, which HTTP/2
+    // has no word for: its GOAWAY is what sends the next stream elsewhere.
+    let second = async {
+        let mut client = client.ready().await?;
+        let (response, _) = client.send_request(h2_request(gw.port, "http", "fixed"), true)?;
+        response.await
+    }
+    .await;
+    assert!(
+        second.is_err(),
+        "a stream opened after the drain began was taken: {:?}",
+        second.map(|response| response.status())
+    );
+    let rest = read_to_end(&mut body).await;
+    assert!(
+        rest.contains("RUN_FINISHED"),
+        "the open stream finished:\n{rest}"
+    );
+}
+
+#[tokio::test]
+async fn an_idle_http2_connection_is_closed_after_the_header_read_timeout() {
+    let (addr, _fake) = fake_upstream().await;
+    let gw = gateway_for(
+        &format!("http://{addr}/"),
+        &["--header-read-timeout-secs", "2"],
+    );
+    let (client, mut body, connection) = h2_run(gw.port, 65_535, "fixed").await;
+    let answer = read_to_end(&mut body).await;
+    assert!(answer.contains("RUN_FINISHED"), "{answer}");
+    let idle = Instant::now();
+    let closed = tokio::time::timeout(Duration::from_secs(8), connection).await;
+    assert!(closed.is_ok(), "the idle connection stayed open");
+    let after = idle.elapsed();
+    assert!(
+        after >= Duration::from_secs(1) && after < Duration::from_secs(6),
+        "closed {after:?} after its last stream (header-read timeout 2 s)"
+    );
+    drop(client);
+}
+
+#[tokio::test]
+async fn agents_are_told_the_connections_scheme_never_the_clients() {
+    let (addr, fake) = fake_upstream().await;
+    let upstream = format!("http://{addr}/");
+    let certs = Certs::new("scheme");
+    // Loopback is not a trusted proxy here: the caller's word counts for
+    // nothing.
+    let untrusted = ["--trusted-proxies", "192.0.2.1/32"];
+    let clear = gateway_for(&upstream, &untrusted);
+    let told = || {
+        fake.log
+            .lock()
+            .unwrap()
+            .headers
+            .iter()
+            .find(|(name, _)| name == "x-forwarded-proto")
+            .map(|(_, value)| value.clone())
+    };
+    // An absolute-form https target over clear HTTP/1.1.
+    let body = crate::SEED_BODY;
+    let port = clear.port;
+    let request = format!(
+        "POST https://127.0.0.1:{port}/v1/agents/default/stream?format=agui HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let at: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let (status, _, answer) = crate::edge::raw(at, &request).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(told().as_deref(), Some("http"));
+    // An HTTP/2 `:scheme: https` over clear text.
+    let tcp = TcpStream::connect(at).await.unwrap();
+    let (client, connection) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(connection);
+    let mut client = client.ready().await.unwrap();
+    let (response, mut send) = client
+        .send_request(h2_request(port, "https", "fixed"), false)
+        .unwrap();
+    send.send_data(Bytes::from_static(body.as_bytes()), true)
+        .unwrap();
+    let mut stream = response.await.unwrap().into_body();
+    read_to_end(&mut stream).await;
+    assert_eq!(told().as_deref(), Some("http"));
+    // Over TLS: https.
+    let tls = tls_gateway(&upstream, &certs, &untrusted);
+    let answer = certs
+        .client("a")
+        .post(format!(
+            "https://127.0.0.1:{}/v1/agents/default/stream?format=agui",
+            tls.port
+        ))
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(answer.contains("RUN_FINISHED"), "{answer}");
+    assert_eq!(told().as_deref(), Some("https"));
 }

@@ -108,9 +108,9 @@ pub fn start_reporting(
     }
 }
 
-/// The port of the first `http://host:port` or `https://host:port` in
-/// `text` (a plain line, or a JSON log line, where the URL is followed by
-/// a quote).
+/// The port of the `http://host:port` in `text`, else of its
+/// `https://host:port` (a plain line, or a JSON log line, where the URL is
+/// followed by a quote).
 pub fn port_in(text: &str) -> Option<u16> {
     let after = text
         .split("http://")
