@@ -267,6 +267,9 @@ impl Protocols {
                 });
                 // What the handshake or the preface left of the first
                 // head's time (at least a moment to read what is there).
+                // hyper has one timer for every head of a connection: the
+                // later ones, and the keep-alive idle limit, get the same
+                // (the handshake's milliseconds less than configured).
                 let left = self
                     .limits
                     .header_read_timeout
@@ -470,10 +473,12 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Prefixed<I> {
 /// authority; one whose `Host` is no authority keeps no scheme (and the
 /// `Transport` extension still says TLS).
 fn own_scheme(request: &mut Request<Incoming>, secure: bool) {
-    let mut parts = request.uri().clone().into_parts();
-    if !secure && parts.scheme.is_none() {
+    // The common case (clear text, origin form) is left as it came, before
+    // any copy of the URI.
+    if !secure && request.uri().scheme().is_none() {
         return;
     }
+    let mut parts = request.uri().clone().into_parts();
     if parts.authority.is_none() {
         let host = request
             .headers()
