@@ -453,10 +453,12 @@ fn agent_config(
             format!("agents.{name}.upstream: {e}"),
         )
     })?;
-    if !matches!(upstream.scheme(), "http" | "https") {
+    if !matches!(upstream.scheme(), "http" | "https" | "grpc" | "grpcs")
+        || upstream.host_str().is_none()
+    {
         return Err(at(
             agent.upstream.span(),
-            format!("agents.{name}.upstream: only http and https upstreams are supported"),
+            format!("agents.{name}.upstream: an http, https, grpc or grpcs URL with a host"),
         ));
     }
     let mut config = AgentConfig::new(name, upstream);

@@ -263,9 +263,11 @@ impl ServeArgs {
                     );
                 }
                 // `localhost:9999` parses as a URL of scheme "localhost".
-                if !matches!(upstream.scheme(), "http" | "https") || upstream.host_str().is_none() {
+                if !matches!(upstream.scheme(), "http" | "https" | "grpc" | "grpcs")
+                    || upstream.host_str().is_none()
+                {
                     bail!(
-                        "--upstream {upstream}: an upstream is an http:// or https:// URL (e.g. http://localhost:9999/)"
+                        "--upstream {upstream}: an upstream is an http://, https://, grpc:// or grpcs:// URL (e.g. http://localhost:9999/)"
                     );
                 }
                 let name = args

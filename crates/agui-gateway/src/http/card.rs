@@ -230,6 +230,9 @@ fn present(
         ));
     }
     rewrite(card, upstream_base, gateway_base);
+    if agent.grpc.is_some() {
+        through_gateway(card, gateway_base);
+    }
     let signer =
         signer.filter(|_| !matches!(verdict, Some(Verdict::Invalid)) && !varies_by_request(config));
     unsigned(card, signer.is_some());
@@ -381,6 +384,43 @@ pub fn rewrite(card: &mut Value, upstream_base: &Url, gateway_base: &str) {
         if !extensions.iter().any(|e| e["uri"] == extension::URI) {
             extensions.push(extension::card_entry());
         }
+    }
+}
+
+/// A gRPC agent's card, as the gateway serves it: its gRPC interfaces
+/// (`host:port` as the SDKs write them, which `rewrite` cannot place) are
+/// the agent's own address and not reachable through the gateway; the
+/// gateway's JSON-RPC endpoint, 1.0 (whose answers it writes), stands in
+/// their place.
+pub fn through_gateway(card: &mut Value, gateway_base: &str) {
+    let gateway = format!("{}/", gateway_base.trim_end_matches('/'));
+    let is_grpc = |iface: &Value, key: &str| {
+        iface[key]
+            .as_str()
+            .is_some_and(|binding| binding.eq_ignore_ascii_case("GRPC"))
+    };
+    if let Some(interfaces) = card
+        .get_mut("supportedInterfaces")
+        .and_then(Value::as_array_mut)
+    {
+        interfaces.retain(|iface| !is_grpc(iface, "protocolBinding"));
+        interfaces.insert(
+            0,
+            json!({ "url": gateway, "protocolBinding": "JSONRPC", "protocolVersion": "1.0" }),
+        );
+    }
+    if let Some(interfaces) = card
+        .get_mut("additionalInterfaces")
+        .and_then(Value::as_array_mut)
+    {
+        interfaces.retain(|iface| !is_grpc(iface, "transport"));
+    }
+    if card["preferredTransport"]
+        .as_str()
+        .is_some_and(|t| t.eq_ignore_ascii_case("GRPC"))
+    {
+        card["preferredTransport"] = json!("JSONRPC");
+        card["url"] = json!(gateway);
     }
 }
 

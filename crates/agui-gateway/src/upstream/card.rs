@@ -54,6 +54,9 @@ pub enum CardError {
     TooLarge(usize),
     #[error("the upstream serves no agent card")]
     NotFound,
+    /// A gRPC agent's card call failed (its status message, for the log).
+    #[error("the agent card call failed: {0}")]
+    Grpc(String),
 }
 
 impl CardError {
@@ -67,6 +70,7 @@ impl CardError {
             CardError::Request(_) => "the agent card request failed",
             CardError::TooLarge(_) => "the agent card is too large",
             CardError::NotFound => "the upstream serves no agent card",
+            CardError::Grpc(_) => "the agent's gRPC card call failed",
         }
     }
 }
@@ -150,6 +154,19 @@ impl Agent {
             }
             None => false,
         };
+        if let Some(grpc) = &self.grpc {
+            // A gRPC agent's card is a call of its service (there may be no
+            // HTTP server at all).
+            let card = grpc
+                .card(&headers, Some(self.card_timeout))
+                .await
+                .map_err(|status| CardError::Grpc(status.message().to_owned()))?;
+            let info = Arc::new(self.card_info(card));
+            if let Ok(mut slot) = self.card.write() {
+                *slot = Some(info.clone());
+            }
+            return Ok(info);
+        }
         for url in self.card_urls() {
             let request = self.client().get(url).headers(headers.clone());
             let Some((card, _)) = self.read_card(request).await? else {

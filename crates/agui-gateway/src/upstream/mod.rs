@@ -8,6 +8,7 @@
 mod card;
 pub mod credentials;
 pub mod forwarding;
+pub mod grpc;
 pub mod lean;
 pub mod outbound;
 mod rpc;
@@ -43,6 +44,9 @@ pub struct Agent {
     pub via: String,
     /// Its HTTP clients, rebuilt when its TLS files change.
     clients: tls::Reloadable,
+    /// For an agent reached over gRPC (a `grpc://` or `grpcs://`
+    /// upstream): every call goes there instead.
+    pub grpc: Option<grpc::GrpcAgent>,
     /// The tokens the gateway gets to call it (`[agents.NAME.auth]`).
     pub credentials: Option<credentials::Credentials>,
     /// The keys its card may be signed with, when its policy checks them.
@@ -80,6 +84,8 @@ pub enum BodyError {
     Reqwest(reqwest::Error),
     #[error("{0}")]
     Lean(LeanError),
+    #[error("{0}")]
+    Grpc(grpc::Cut),
 }
 
 impl BodyError {
@@ -87,7 +93,8 @@ impl BodyError {
         match self {
             BodyError::Reqwest(err) => err.is_timeout(),
             // A lean body has no read timer: the relay's idle timer is it.
-            BodyError::Lean(_) => false,
+            // Nor has a gRPC stream.
+            BodyError::Lean(_) | BodyError::Grpc(_) => false,
         }
     }
 }
@@ -147,7 +154,28 @@ impl Agent {
                 ))
             })
             .collect();
+        let grpc = match config.upstream.scheme() {
+            "grpc" | "grpcs" => {
+                let service = match config.a2a_version {
+                    crate::config::A2aVersion::V03 => grpc::Service::V03,
+                    _ => grpc::Service::V10,
+                };
+                let agent = grpc::GrpcAgent::new(
+                    &config.upstream,
+                    service,
+                    config.connect_timeout,
+                    limits.max_event_bytes,
+                )
+                .map_err(|err| tls::ClientError::Build {
+                    agent: config.name.clone(),
+                    message: err.to_string(),
+                })?;
+                Some(agent)
+            }
+            _ => None,
+        };
         Ok(Agent {
+            grpc,
             configured_headers,
             via: via_entry(gateway_id),
             credentials: config
@@ -198,6 +226,19 @@ impl Agent {
         request: reqwest::Request,
     ) -> Result<StreamResponse, UpstreamError> {
         let idle = self.config.idle_timeout;
+        if let Some(grpc) = &self.grpc {
+            let body = request
+                .body()
+                .and_then(reqwest::Body::as_bytes)
+                .unwrap_or_default();
+            let answer = grpc.execute(body, request.headers(), Some(idle)).await;
+            return Ok(StreamResponse {
+                status: StatusCode::OK,
+                headers: answer.headers.clone(),
+                body: Box::pin(answer.into_stream().map_err(BodyError::Grpc)),
+                handed_one_by_one: false,
+            });
+        }
         let send = async {
             if lean::serves(&request) {
                 let response = lean::send(&request, self.config.connect_timeout)

@@ -99,6 +99,17 @@ pub async fn send(
 ) -> Result<reqwest::Response, reqwest::Error> {
     let (client, request) = request.build_split();
     let request = request?;
+    if let Some(grpc) = &agent.grpc {
+        let body = request
+            .body()
+            .and_then(reqwest::Body::as_bytes)
+            .unwrap_or_default();
+        let deadline = Some(agent.config.idle_timeout);
+        return Ok(grpc
+            .execute(body, request.headers(), deadline)
+            .await
+            .into_reqwest());
+    }
     let spare = renewal.and_then(|_| request.try_clone());
     let response = client.execute(request).await?;
     if response.status() == reqwest::StatusCode::UNAUTHORIZED

@@ -57,7 +57,16 @@ pub fn upstream_url(upstream: &Url, path: &str, query: Option<&str>) -> Result<U
     };
     url.set_query(merged.as_deref());
     url.set_fragment(None);
-    if url.origin() != upstream.origin() {
+    // Compared by its parts: a `grpc://` upstream's origin is opaque (never
+    // equal to itself), and the same scheme, host and port is the rule.
+    let place = |u: &Url| {
+        (
+            u.scheme().to_owned(),
+            u.host_str().map(str::to_owned),
+            u.port_or_known_default(),
+        )
+    };
+    if place(&url) != place(upstream) {
         return Err(PathError::Malformed);
     }
     Ok(url)

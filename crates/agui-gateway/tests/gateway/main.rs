@@ -17,6 +17,7 @@ mod edge_tls;
 mod failures;
 mod frameworks;
 mod framing;
+mod grpc_upstream;
 mod hardening;
 mod ids;
 mod in_process;

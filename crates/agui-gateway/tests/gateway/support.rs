@@ -163,7 +163,7 @@ pub fn agent_with<V: AsRef<std::ffi::OsStr>>(name: &str, env: &[(&str, V)]) -> P
     let root = repo_root();
     let dir = root.join("tests/agents");
     let mut command = match name {
-        "python-v1" | "python-v03" | "input" => {
+        "python-v1" | "python-v03" | "input" | "python-v1-grpc" => {
             let venv = if name == "python-v03" {
                 "venv-a2a-v03"
             } else {
@@ -171,6 +171,7 @@ pub fn agent_with<V: AsRef<std::ffi::OsStr>>(name: &str, env: &[(&str, V)]) -> P
             };
             let script = match name {
                 "input" => "python-v1/input_agent.py",
+                "python-v1-grpc" => "python-v1/grpc_agent.py",
                 _ if name == "python-v1" => "python-v1/agent.py",
                 _ => "python-v03/agent.py",
             };
