@@ -82,6 +82,7 @@ step "HTTP/2 over TLS lifts the browser's six-connection limit (12 runs in headl
 step "examples: browser (@ag-ui/client 1.0.0 in headless Chromium) and CopilotKit" bash scripts/examples.sh
 step "real A2A agents smoke test" env SKIP_SETUP=1 RECORDINGS_DIR="$recordings" bash tests/agents/smoke.sh
 step "a2a-sdk client: direct vs through the gateway" bash tests/conformance/a2a_client_diff.sh
+step "a2a-sdk gRPC client: direct vs through the gRPC passthrough" bash tests/conformance/a2a_client_diff.sh --grpc
 step "load tools smoke test (not timed)" bash bench/smoke.sh
 step "deploy/ checks (build context, hadolint, kustomize render, kubernetes-validate, cross-object checks, check-config)" bash deploy/check.sh
 # Bounded, and the one step that gives time back: CI stops a run at 30

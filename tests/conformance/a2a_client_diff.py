@@ -161,6 +161,8 @@ class Side:
     def __init__(self, name: str, base: str) -> None:
         self.name = name
         self.base = base.rstrip('/') + '/'
+        # What `<BASE>` stands for in results (a gRPC side's is host:port).
+        self.normal_base = self.base
         self.exchanges: list[dict] = []
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(CALL_TIMEOUT),
                                       event_hooks={'response': [self._record]})
@@ -360,7 +362,7 @@ class Side:
             value = {'error': 'timeout', 'message': f'no answer within {CALL_TIMEOUT:.0f} s'}
         except Exception as exc:  # noqa: BLE001 - the error itself is the result to compare
             value = error_record(exc)
-        norm = Normalizer(self.base)
+        norm = Normalizer(self.normal_base)
         return {'result': norm(value), 'http': norm(self.exchanges[start:])}
 
     async def run_all(self) -> dict[str, Any]:
@@ -407,6 +409,32 @@ def diff_text(a: Any, b: Any, limit: int = 40) -> str:
     return head + '\n    ' + '\n    '.join(lines)
 
 
+def compare(direct: dict[str, Any], gateway: dict[str, Any], verbose: bool = False) -> int:
+    """Prints a line per check and the totals; 0 when every check passed."""
+    passed = failed = 0
+    for name in list(dict.fromkeys([*direct, *gateway])):
+        a, b = direct.get(name), gateway.get(name)
+        problem = None
+        for side_name, r in (('direct', a), ('gateway', b)):
+            if isinstance(r, dict) and 'side-check-failed' in r:
+                problem = f'{side_name}: {r["side-check-failed"]}'
+        if problem is None and outcome(a).startswith('error') != ('error:' in name):
+            # Guard against a vacuous pass (both sides broken the same way).
+            problem = f'the direct call did not behave as scripted: it gave {outcome(a)}'
+        if problem is None and a != b:
+            problem = diff_text(a, b)
+        if verbose:
+            print(f'--- {name}\n' + '\n'.join(render(a)))
+        if problem is None:
+            passed += 1
+            print(f'ok {name}')
+        else:
+            failed += 1
+            print(f'FAIL {name}: {problem}')
+    print(f'{passed} passed, {failed} failed')
+    return 0 if failed == 0 and passed > 0 else 1
+
+
 async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--direct', required=True, help="the agent's base URL")
@@ -423,29 +451,7 @@ async def main() -> int:
         for side in sides:
             await side.close()
     direct, gateway = results
-
-    passed = failed = 0
-    for name in list(dict.fromkeys([*direct, *gateway])):
-        a, b = direct.get(name), gateway.get(name)
-        problem = None
-        for side_name, r in (('direct', a), ('gateway', b)):
-            if isinstance(r, dict) and 'side-check-failed' in r:
-                problem = f'{side_name}: {r["side-check-failed"]}'
-        if problem is None and outcome(a).startswith('error') != ('error:' in name):
-            # Guard against a vacuous pass (both sides broken the same way).
-            problem = f'the direct call did not behave as scripted: it gave {outcome(a)}'
-        if problem is None and a != b:
-            problem = diff_text(a, b)
-        if args.verbose:
-            print(f'--- {name}\n' + '\n'.join(render(a)))
-        if problem is None:
-            passed += 1
-            print(f'ok {name}')
-        else:
-            failed += 1
-            print(f'FAIL {name}: {problem}')
-    print(f'{passed} passed, {failed} failed')
-    return 0 if failed == 0 and passed > 0 else 1
+    return compare(direct, gateway, args.verbose)
 
 
 if __name__ == '__main__':

@@ -4,6 +4,9 @@
 # calls against each and compares. Prints "ok/FAIL <check>" lines and "N passed, M failed";
 # exits non-zero on any failure. Everything it starts is stopped on exit.
 #
+# With --grpc: the gRPC-only agent (python-v1/grpc_agent.py) behind the gateway as grpc://, and the
+# a2a-sdk gRPC client's calls directly and through the gateway's gRPC passthrough (a2a_grpc_diff.py).
+#
 # Env: GATEWAY_BIN (default <repo>/target/debug/agui-gateway), PYTHON (default: the
 #      .cache/venv-a2a-v1 interpreter that tests/agents/setup.sh creates), SKIP_SETUP=1 skips setup.sh,
 #      DIFF_TIMEOUT (default 300 s, the bound on the whole comparison).
@@ -14,6 +17,11 @@ ROOT="$(cd "$HERE/../.." && pwd)"
 GATEWAY_BIN="${GATEWAY_BIN:-$ROOT/target/debug/agui-gateway}"
 PYTHON="${PYTHON:-$ROOT/.cache/venv-a2a-v1/bin/python}"
 DIFF_TIMEOUT="${DIFF_TIMEOUT:-300}"
+GRPC=''
+if [[ "${1:-}" == --grpc ]]; then
+  GRPC=1
+  shift
+fi
 
 if [[ ! -x "$PYTHON" && "${SKIP_SETUP:-}" != 1 ]]; then
   bash "$ROOT/tests/agents/setup.sh" </dev/null
@@ -55,7 +63,9 @@ wait_for() {
   printf '%s' "$value"
 }
 
-"$PYTHON" "$ROOT/tests/agents/python-v1/agent.py" --host 127.0.0.1 --port 0 \
+AGENT_SCRIPT=agent.py
+[[ -n "$GRPC" ]] && AGENT_SCRIPT=grpc_agent.py
+"$PYTHON" "$ROOT/tests/agents/python-v1/$AGENT_SCRIPT" --host 127.0.0.1 --port 0 \
   >"$WORK/agent.out" 2>"$WORK/agent.err" </dev/null &
 AGENT_PID=$!
 AGENT_PORT="$(wait_for "$WORK/agent.out" 's/^READY \([0-9][0-9]*\)$/\1/p' "$AGENT_PID")"
@@ -65,8 +75,10 @@ if [[ -z "$AGENT_PORT" ]]; then
   exit 1
 fi
 
+UPSTREAM="http://127.0.0.1:$AGENT_PORT/"
+[[ -n "$GRPC" ]] && UPSTREAM="grpc://127.0.0.1:$AGENT_PORT"
 AGUI_GATEWAY_LOG="${AGUI_GATEWAY_LOG:-info}" "$GATEWAY_BIN" \
-  --upstream "http://127.0.0.1:$AGENT_PORT/" --listen 127.0.0.1:0 \
+  --upstream "$UPSTREAM" --listen 127.0.0.1:0 \
   >"$WORK/gateway.out" 2>"$WORK/gateway.err" </dev/null &
 GATEWAY_PID=$!
 GATEWAY_URL="$(wait_for "$WORK/gateway.out" 's|^agui-gateway listening on \(http://[^ ]*\).*$|\1|p' "$GATEWAY_PID")"
@@ -76,10 +88,15 @@ if [[ -z "$GATEWAY_URL" ]]; then
   exit 1
 fi
 
-echo "# agent http://127.0.0.1:$AGENT_PORT/  gateway $GATEWAY_URL/  ($GATEWAY_BIN)"
+echo "# agent $UPSTREAM  gateway $GATEWAY_URL/  ($GATEWAY_BIN)"
 status=0
-timeout --kill-after=10 "$DIFF_TIMEOUT" "$PYTHON" "$HERE/a2a_client_diff.py" \
-  --direct "http://127.0.0.1:$AGENT_PORT/" --gateway "$GATEWAY_URL/" "$@" || status=$?
+if [[ -n "$GRPC" ]]; then
+  timeout --kill-after=10 "$DIFF_TIMEOUT" "$PYTHON" "$HERE/a2a_grpc_diff.py" \
+    --direct "127.0.0.1:$AGENT_PORT" --gateway "$GATEWAY_URL/" "$@" || status=$?
+else
+  timeout --kill-after=10 "$DIFF_TIMEOUT" "$PYTHON" "$HERE/a2a_client_diff.py" \
+    --direct "http://127.0.0.1:$AGENT_PORT/" --gateway "$GATEWAY_URL/" "$@" || status=$?
+fi
 if [[ "$status" == 124 || "$status" == 137 ]]; then
   echo "FAIL the comparison did not finish within $DIFF_TIMEOUT s"
 fi

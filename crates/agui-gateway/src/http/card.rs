@@ -231,7 +231,11 @@ fn present(
     }
     rewrite(card, upstream_base, gateway_base);
     if agent.grpc.is_some() {
-        through_gateway(card, gateway_base);
+        // gRPC clients have no path prefix: only the default agent, at
+        // the root, is reached over gRPC.
+        let mount = gateway_base.strip_prefix(public).unwrap_or(gateway_base);
+        let grpc = crate::upstream::grpc::cards::grpc_address(public, mount);
+        through_gateway(card, gateway_base, grpc.as_deref());
     }
     let signer =
         signer.filter(|_| !matches!(verdict, Some(Verdict::Invalid)) && !varies_by_request(config));
@@ -387,23 +391,30 @@ pub fn rewrite(card: &mut Value, upstream_base: &Url, gateway_base: &str) {
     }
 }
 
-/// A gRPC agent's card, as the gateway serves it: its gRPC interfaces
-/// (`host:port` as the SDKs write them, which `rewrite` cannot place) are
-/// the agent's own address and not reachable through the gateway; the
-/// gateway's JSON-RPC endpoint, 1.0 (whose answers it writes), stands in
-/// their place.
-pub fn through_gateway(card: &mut Value, gateway_base: &str) {
+/// A gRPC agent's card, as the gateway serves it: the gateway's JSON-RPC
+/// 1.0 endpoint first (the gateway answers JSON-RPC for it), then its gRPC
+/// interfaces at the gateway's gRPC address (`grpc`, passed through as
+/// they came), or none where gRPC cannot reach it. The JSON twin of
+/// `upstream::grpc::cards`, for the card a gRPC client reads.
+pub fn through_gateway(card: &mut Value, gateway_base: &str, grpc: Option<&str>) {
     let gateway = format!("{}/", gateway_base.trim_end_matches('/'));
     let is_grpc = |iface: &Value, key: &str| {
         iface[key]
             .as_str()
             .is_some_and(|binding| binding.eq_ignore_ascii_case("GRPC"))
     };
+    let at_gateway = |iface: &mut Value| match grpc {
+        Some(address) => {
+            iface["url"] = json!(address);
+            true
+        }
+        None => false,
+    };
     if let Some(interfaces) = card
         .get_mut("supportedInterfaces")
         .and_then(Value::as_array_mut)
     {
-        interfaces.retain(|iface| !is_grpc(iface, "protocolBinding"));
+        interfaces.retain_mut(|iface| !is_grpc(iface, "protocolBinding") || at_gateway(iface));
         interfaces.insert(
             0,
             json!({ "url": gateway, "protocolBinding": "JSONRPC", "protocolVersion": "1.0" }),
@@ -413,7 +424,7 @@ pub fn through_gateway(card: &mut Value, gateway_base: &str) {
         .get_mut("additionalInterfaces")
         .and_then(Value::as_array_mut)
     {
-        interfaces.retain(|iface| !is_grpc(iface, "transport"));
+        interfaces.retain_mut(|iface| !is_grpc(iface, "transport") || at_gateway(iface));
     }
     if card["preferredTransport"]
         .as_str()

@@ -1,12 +1,13 @@
 //! The HTTP surface: the router and its handlers (`router`), the gate in
 //! front of every route (`gate`), what a request wants (`negotiate`), the
-//! agent card served through the gateway (`card`) and the inspector's page
-//! (`inspect`).
+//! agent card served through the gateway (`card`), gRPC passthrough
+//! (`grpc`) and the inspector's page (`inspect`).
 
 mod calls;
 pub mod card;
 mod copilotkit;
 pub mod gate;
+mod grpc;
 pub mod inspect;
 pub mod negotiate;
 pub mod router;

@@ -17,7 +17,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::calls::{agui_input, read_body, run_by};
-use super::{card, copilotkit, gate, inspect};
+use super::{card, copilotkit, gate, grpc, inspect};
 use crate::edge::cors;
 use crate::edge::error::ApiError;
 use crate::http::negotiate::{Negotiated, negotiate, output_format, wants_agui};
@@ -72,7 +72,8 @@ pub fn router(state: AppHandle) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             gate::gate,
-        ));
+        ))
+        .layer(axum::middleware::from_fn(grpc::answers));
     // The inspector's page and scripts hold nothing secret: a browser
     // loads them without credentials, then calls the API with its own.
     let router = if state.config.inspector {
@@ -372,6 +373,10 @@ async fn proxy(
     let (parts, body) = request.into_parts();
     let routed = route(&state, &agent, &path, &parts).await?;
     let body = read_body(&state, body).await?;
+    if grpc::is_grpc(&parts.headers) {
+        let at = (&parts, path.as_str(), mount.as_str());
+        return grpc::call(&state, &agent, at, routed.forwarded, body).await;
+    }
     if parts.method == Method::GET && card::is_card_path(&path) {
         let routed = Routed {
             forwarded: routed.forwarded.usable()?,

@@ -259,7 +259,7 @@ impl Forwarded {
     /// The headers of one call to `agent`: with a client span of its own
     /// as `traceparent` when spans are exported (else the client's, as the
     /// policy forwarded it).
-    fn for_call(&self, agent: &Agent) -> (HeaderMap, CallSpan) {
+    pub fn for_call(&self, agent: &Agent) -> (HeaderMap, CallSpan) {
         let mut headers = self.headers.clone();
         if let Some(value) = self.bearer.as_ref().and_then(bearer_value) {
             headers.insert(header::AUTHORIZATION, value);

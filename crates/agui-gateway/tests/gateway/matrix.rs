@@ -193,6 +193,24 @@ fn check(expect: &Expect, run: &Value) -> Result<(), String> {
 pub fn run_matrix(upstream: &str) {
     let agent: Process = agent(upstream);
     let gw = gateway_for(&agent.url(), &["--keepalive-secs", "1"]);
+    run_cells(upstream, &gw);
+}
+
+/// The matrix against a gRPC-only agent (a2a-sdk 1.3.0), called on
+/// `service` ("1.0": `lf.a2a.v1`, "0.3": `a2a.v1`).
+fn run_grpc_matrix(service: &str) {
+    let agent: Process = agent("python-v1-grpc");
+    let gw = crate::grpc_upstream::grpc_gateway_named(
+        "default",
+        agent.port,
+        service,
+        "",
+        &["--keepalive-secs", "1"],
+    );
+    run_cells(&format!("python-v1-grpc-{service}"), &gw);
+}
+
+fn run_cells(upstream: &str, gw: &Process) {
     let mut cells = Vec::new();
     for client in CLIENTS {
         for route in ROUTES {
@@ -268,6 +286,16 @@ fn matrix_python_a2a_sdk_1_3() {
 #[test]
 fn matrix_python_a2a_sdk_0_3() {
     run_matrix("python-v03");
+}
+
+#[test]
+fn matrix_python_a2a_sdk_1_3_grpc_1_0() {
+    run_grpc_matrix("1.0");
+}
+
+#[test]
+fn matrix_python_a2a_sdk_1_3_grpc_0_3() {
+    run_grpc_matrix("0.3");
 }
 
 #[test]

@@ -11,8 +11,10 @@
 //! Two services: 0.3's `a2a.v1.A2AService` (`v03`) and 1.0's
 //! `lf.a2a.v1.A2AService` (`v10`), not wire-compatible with each other.
 
+pub mod cards;
 pub mod dialect;
 pub mod json;
+pub mod pass;
 pub mod requests;
 pub mod status;
 pub mod v03;
