@@ -365,15 +365,16 @@ class Side:
         norm = Normalizer(self.normal_base)
         return {'result': norm(value), 'http': norm(self.exchanges[start:])}
 
+    async def card_check(self, fn, *args) -> Any:
+        """A card check: its result, or the side-local assertion that failed."""
+        try:
+            return await self.run_check(lambda: fn(*args))
+        except CheckError as e:
+            return {'side-check-failed': str(e)}
+
     async def run_all(self) -> dict[str, Any]:
         results: dict[str, Any] = {}
-
-        async def card(fn, *args):
-            try:
-                return await self.run_check(lambda: fn(*args))
-            except CheckError as e:
-                return {'side-check-failed': str(e)}
-
+        card = self.card_check
         results['card: resolved by A2ACardResolver'] = await card(self.check_card_resolved)
         results['card: raw, no A2A-Version'] = await card(self.check_card_raw, None)
         results['card: raw, A2A-Version 1.0'] = await card(self.check_card_raw, '1.0')
@@ -435,6 +436,18 @@ def compare(direct: dict[str, Any], gateway: dict[str, Any], verbose: bool = Fal
     return 0 if failed == 0 and passed > 0 else 1
 
 
+async def run_sides(sides: list[Side]) -> list[dict[str, Any]]:
+    """Every side's results, one side after the other (the agent sees the same load both times)."""
+    results = []
+    try:
+        for side in sides:
+            results.append(await side.run_all())
+    finally:
+        for side in sides:
+            await side.close()
+    return results
+
+
 async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--direct', required=True, help="the agent's base URL")
@@ -442,15 +455,7 @@ async def main() -> int:
     ap.add_argument('--verbose', action='store_true', help='print every normalised result')
     args = ap.parse_args()
 
-    sides = [Side('direct', args.direct), Side('gateway', args.gateway)]
-    results = []
-    try:
-        for side in sides:  # one after the other, so the agent sees the same load both times
-            results.append(await side.run_all())
-    finally:
-        for side in sides:
-            await side.close()
-    direct, gateway = results
+    direct, gateway = await run_sides([Side('direct', args.direct), Side('gateway', args.gateway)])
     return compare(direct, gateway, args.verbose)
 
 

@@ -43,6 +43,7 @@ from a2a_client_diff import (  # noqa: E402
     Side,
     compare,
     pb,
+    run_sides,
 )
 
 SERVICES = [('grpc-1.0', '1.0'), ('grpc-0.3', '0.3')]
@@ -131,13 +132,7 @@ class GrpcSide(Side):
 
     async def run_all(self) -> dict[str, Any]:
         results: dict[str, Any] = {}
-
-        async def card(fn, *args):
-            try:
-                return await self.run_check(lambda: fn(*args))
-            except CheckError as e:
-                return {'side-check-failed': str(e)}
-
+        card = self.card_check
         for label, version in SERVICES:
             results[f'{label} card: GetExtendedAgentCard'] = await card(self.check_grpc_card, version)
         if self.name == 'gateway':
@@ -159,16 +154,9 @@ async def main() -> int:
     ap.add_argument('--verbose', action='store_true', help='print every normalised result')
     args = ap.parse_args()
     gateway = urlsplit(args.gateway)
-    sides = [GrpcSide('direct', args.direct, None), GrpcSide('gateway', gateway.netloc, args.gateway)]
-    results = []
-    try:
-        for side in sides:  # one after the other, so the agent sees the same load both times
-            results.append(await side.run_all())
-    finally:
-        for side in sides:
-            await side.close()
+    direct, through = await run_sides([GrpcSide('direct', args.direct, None),
+                                       GrpcSide('gateway', gateway.netloc, args.gateway)])
     # Checks only one side makes are compared with themselves.
-    direct, through = results
     for name in through:
         if name not in direct and name.startswith('gateway '):
             direct[name] = through[name]

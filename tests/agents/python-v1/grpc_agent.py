@@ -9,12 +9,15 @@ No HTTP at all: the card is what GetExtendedAgentCard (1.0) and GetAgentCard
 
 Run: python grpc_agent.py [--host 127.0.0.1] [--port 0]   -> prints "READY <port>".
 Scenarios: ../scenarios.json; DELAY_MS sets the pause between events.
+TLS_CERT/TLS_KEY (PEM files) serve gRPC over TLS; with TLS_CLIENT_CA too, a client certificate
+signed by that CA is required.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -66,7 +69,17 @@ async def main() -> None:
     parser.add_argument('--port', type=int, default=0)
     args = parser.parse_args()
     server = grpc.aio.server()
-    port = server.add_insecure_port(f'{args.host}:{args.port}')
+    address = f'{args.host}:{args.port}'
+    if os.environ.get('TLS_CERT'):
+        def read(name: str) -> bytes:
+            return Path(os.environ[name]).read_bytes()
+        client_ca = read('TLS_CLIENT_CA') if os.environ.get('TLS_CLIENT_CA') else None
+        credentials = grpc.ssl_server_credentials(
+            [(read('TLS_KEY'), read('TLS_CERT'))], root_certificates=client_ca,
+            require_client_auth=client_ca is not None)
+        port = server.add_secure_port(address, credentials)
+    else:
+        port = server.add_insecure_port(address)
     card = card_for(args.host, port)
     handler = DefaultRequestHandler(agent_executor=ScenarioExecutor(), task_store=InMemoryTaskStore(),
                                     agent_card=card, extended_agent_card=card)

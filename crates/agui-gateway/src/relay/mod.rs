@@ -495,9 +495,12 @@ fn is_event_stream(headers: &HeaderMap) -> bool {
 /// The code and the client's message for an upstream call that failed
 /// before any answer; the details (its URL among them) are only logged.
 pub fn unreachable(err: &UpstreamError) -> (ErrorCode, &'static str) {
-    if let UpstreamError::Request(cause) = err
-        && crate::upstream::tls::untrusted_certificate(cause)
-    {
+    let untrusted = match err {
+        UpstreamError::Request(cause) => crate::upstream::tls::untrusted_certificate(cause),
+        UpstreamError::Grpc(cause) => crate::upstream::tls::untrusted_certificate(cause),
+        _ => false,
+    };
+    if untrusted {
         (
             ErrorCode::UpstreamUnreachable,
             "the upstream agent's TLS certificate is not trusted",

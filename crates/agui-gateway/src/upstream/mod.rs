@@ -43,7 +43,7 @@ pub struct Agent {
     /// This gateway's `Via` entry.
     pub via: String,
     /// Its HTTP clients, rebuilt when its TLS files change.
-    clients: tls::Reloadable,
+    clients: Arc<tls::Reloadable>,
     /// For an agent reached over gRPC (a `grpc://` or `grpcs://`
     /// upstream): every call goes there instead.
     pub grpc: Option<grpc::GrpcAgent>,
@@ -110,6 +110,9 @@ pub enum UpstreamError {
     /// Not called: no token, or a card that must verify and does not.
     #[error("{}", .0.message)]
     Refused(outbound::Refusal),
+    /// A gRPC agent's call not made (no connection, a failed handshake).
+    #[error("{0}")]
+    Grpc(tonic::Status),
 }
 
 impl UpstreamError {
@@ -118,6 +121,7 @@ impl UpstreamError {
         match self {
             UpstreamError::Request(err) => err.is_connect(),
             UpstreamError::Lean(err) => err.is_connect(),
+            UpstreamError::Grpc(_) => true,
             UpstreamError::NoResponse(_) | UpstreamError::Refused(_) => false,
         }
     }
@@ -128,6 +132,7 @@ impl UpstreamError {
             UpstreamError::Request(err) => err.is_timeout(),
             UpstreamError::Lean(err) => err.is_connect_timeout(),
             UpstreamError::NoResponse(_) => true,
+            UpstreamError::Grpc(status) => status.code() == tonic::Code::DeadlineExceeded,
             UpstreamError::Refused(_) => false,
         }
     }
@@ -141,7 +146,7 @@ impl Agent {
         card_keys: Option<Arc<TrustedKeys>>,
     ) -> Result<Agent, tls::ClientError> {
         let stamp = tls::stamp_of(&config.tls);
-        let clients = tls::Reloadable::new(tls::build(&config)?, stamp);
+        let clients = Arc::new(tls::Reloadable::new(tls::build(&config)?, stamp));
         // The configuration check refuses invalid headers; none is dropped
         // silently here for want of a path to report it.
         let configured_headers = config
@@ -163,8 +168,8 @@ impl Agent {
                 let agent = grpc::GrpcAgent::new(
                     &config.upstream,
                     service,
-                    config.connect_timeout,
-                    limits.max_event_bytes,
+                    (config.connect_timeout, limits.max_event_bytes),
+                    clients.clone(),
                 )
                 .map_err(|err| tls::ClientError::Build {
                     agent: config.name.clone(),
@@ -232,6 +237,9 @@ impl Agent {
                 .and_then(reqwest::Body::as_bytes)
                 .unwrap_or_default();
             let answer = grpc.execute(body, request.headers(), Some(idle)).await;
+            if let grpc::JsonRpcBody::Unreachable(cause) = answer.body {
+                return Err(UpstreamError::Grpc(cause));
+            }
             return Ok(StreamResponse {
                 status: StatusCode::OK,
                 headers: answer.headers.clone(),

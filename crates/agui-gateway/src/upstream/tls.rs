@@ -20,6 +20,9 @@ pub const CHECK_EVERY: Duration = Duration::from_secs(10);
 pub struct Clients {
     pub client: reqwest::Client,
     pub stream_client: reqwest::Client,
+    /// For a `grpcs://` agent: the same trust and client certificate, as
+    /// the rustls configuration its gRPC connections are made with.
+    pub grpc_tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 /// Why an agent's clients could not be built.
@@ -43,10 +46,53 @@ pub fn build(config: &AgentConfig) -> Result<Clients, ClientError> {
             agent: config.name.clone(),
             source,
         })?;
-    with(config, &material).map_err(|err| ClientError::Build {
+    let build_error = |message: String| ClientError::Build {
         agent: config.name.clone(),
-        message: err.to_string(),
-    })
+        message,
+    };
+    let mut clients = with(config, &material).map_err(|err| build_error(err.to_string()))?;
+    if config.upstream.scheme() == "grpcs" {
+        clients.grpc_tls = Some(grpc_tls(&material).map_err(build_error)?);
+    }
+    Ok(clients)
+}
+
+/// The rustls configuration of a `grpcs://` agent's connections: the
+/// platform's roots and the `ca_file`'s, the client certificate if any,
+/// ALPN `h2` (gRPC is HTTP/2 only).
+fn grpc_tls(material: &TlsMaterial) -> Result<Arc<rustls::ClientConfig>, String> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let extra = match &material.roots {
+        Some(pem) => CertificateDer::pem_slice_iter(pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|err| format!("tls.ca_file: {err}"))?,
+        None => Vec::new(),
+    };
+    let verifier =
+        rustls_platform_verifier::Verifier::new_with_extra_roots(extra, provider.clone())
+            .map_err(|err| format!("the trusted roots: {err}"))?;
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|err| err.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier));
+    let mut config = match &material.identity {
+        Some(pem) => {
+            let chain = CertificateDer::pem_slice_iter(pem)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|err| format!("tls.client_cert: {err}"))?;
+            let key = PrivateKeyDer::from_pem_slice(pem)
+                .map_err(|err| format!("tls.client_key: {err}"))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|err| format!("tls.client_cert: {err}"))?
+        }
+        None => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(Arc::new(config))
 }
 
 fn with(config: &AgentConfig, material: &TlsMaterial) -> Result<Clients, reqwest::Error> {
@@ -77,6 +123,7 @@ fn with(config: &AgentConfig, material: &TlsMaterial) -> Result<Clients, reqwest
     Ok(Clients {
         client: builder().read_timeout(config.idle_timeout).build()?,
         stream_client: builder().build()?,
+        grpc_tls: None,
     })
 }
 

@@ -4,6 +4,7 @@
 //! CA bundle and client certificate the gateway reaches them; without, a
 //! run ends in `RUN_ERROR` on the upstream side; an expired client
 //! certificate is refused by `check-config`, naming the key and its line.
+//! The same over gRPC (`grpcs://`, issue 29).
 
 use std::path::{Path, PathBuf};
 
@@ -15,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::support::{
     Process, agent_a_failing, agent_with, agui_events, assert_valid_run, check_config, client,
-    gateway, text_of,
+    gateway, http_get, text_of,
 };
 
 /// A private CA, a server certificate for 127.0.0.1 and localhost, a
@@ -72,6 +73,15 @@ impl Pki {
     /// An a2a-sdk 1.3.0 agent over HTTPS; with `mutual`, it requires a
     /// client certificate signed by the CA.
     fn agent(&self, mutual: bool) -> Process {
+        self.agent_of("python-v1", mutual)
+    }
+
+    /// The same agent over gRPC only (`grpcs://`).
+    fn grpc_agent(&self, mutual: bool) -> Process {
+        self.agent_of("python-v1-grpc", mutual)
+    }
+
+    fn agent_of(&self, name: &str, mutual: bool) -> Process {
         let (cert, key, ca) = (
             self.path("server.pem"),
             self.path("server.key"),
@@ -81,7 +91,7 @@ impl Pki {
         if mutual {
             env.push(("TLS_CLIENT_CA", &ca));
         }
-        agent_with("python-v1", &env)
+        agent_with(name, &env)
     }
 
     /// A configuration file for one agent at `upstream` with `tls` (TOML
@@ -114,6 +124,35 @@ impl Pki {
     }
 }
 
+impl Pki {
+    /// A gateway with the CA and the client certificate for the agent at
+    /// `upstream`, after a run through it streamed the agent's answer.
+    async fn reached_with_a_client_certificate(&self, upstream: &str) -> Process {
+        let with = self.config(
+            "with.toml",
+            upstream,
+            &[
+                ("ca_file", "ca.pem"),
+                ("client_cert", "client.pem"),
+                ("client_key", "client.key"),
+            ],
+            &[],
+        );
+        let gw = gateway(&["--config", with.to_str().unwrap()]);
+        let events = run(&gw, "tls-mutual").await;
+        assert_eq!(
+            assert_valid_run(&events)["type"],
+            "RUN_FINISHED",
+            "{events:?}"
+        );
+        assert_eq!(
+            text_of(&events),
+            "Thinking...Hello from the streaming test agent.Done."
+        );
+        gw
+    }
+}
+
 impl Drop for Pki {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
@@ -143,28 +182,7 @@ fn https(agent: &Process) -> String {
 async fn an_agent_wanting_a_client_certificate_is_reached_with_it_and_refused_without() {
     let pki = Pki::new("mutual");
     let agent = pki.agent(true);
-    let with = pki.config(
-        "with.toml",
-        &https(&agent),
-        &[
-            ("ca_file", "ca.pem"),
-            ("client_cert", "client.pem"),
-            ("client_key", "client.key"),
-        ],
-        &[],
-    );
-    let gw = gateway(&["--config", with.to_str().unwrap()]);
-    let events = run(&gw, "tls-mutual").await;
-    assert_eq!(
-        assert_valid_run(&events)["type"],
-        "RUN_FINISHED",
-        "{events:?}"
-    );
-    assert_eq!(
-        text_of(&events),
-        "Thinking...Hello from the streaming test agent.Done."
-    );
-    drop(gw);
+    drop(pki.reached_with_a_client_certificate(&https(&agent)).await);
 
     // The CA alone: the agent resets the connection after the handshake.
     let without = pki.config(
@@ -190,6 +208,47 @@ async fn an_agent_wanting_a_client_certificate_is_reached_with_it_and_refused_wi
         !message.contains(&pki.dir.display().to_string()),
         "{message}"
     );
+}
+
+/// A gRPC agent over TLS wanting a client certificate (issue 29): with the
+/// agent's CA and client certificate a run and the card go through; with
+/// the CA alone the handshake is refused and the run says so on the
+/// upstream side; with neither, the agent's certificate is not trusted.
+#[tokio::test]
+async fn a_grpcs_agent_wanting_a_client_certificate_is_reached_with_it_and_refused_without() {
+    let pki = Pki::new("grpcs");
+    let agent = pki.grpc_agent(true);
+    let upstream = format!("grpcs://localhost:{}", agent.port);
+    let gw = pki.reached_with_a_client_certificate(&upstream).await;
+    let card: Value = http_get(format!("{}/.well-known/agent-card.json", gw.url()))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        card["name"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("gRPC only"),
+        "{card}"
+    );
+    drop(gw);
+
+    for (name, tls) in [
+        ("ca-only.toml", &[("ca_file", "ca.pem")][..]),
+        ("nothing.toml", &[][..]),
+    ] {
+        let config = pki.config(name, &upstream, tls, &[]);
+        let gw = gateway(&["--config", config.to_str().unwrap()]);
+        let events = run(&gw, "grpcs-refused").await;
+        let last = assert_valid_run(&events);
+        assert_eq!(last["type"], "RUN_ERROR", "{name}: {events:?}");
+        assert_eq!(last["code"], "UPSTREAM_UNREACHABLE", "{name}: {last}");
+        if tls.is_empty() {
+            let message = last["message"].as_str().unwrap_or_default();
+            assert!(message.contains("not trusted"), "{name}: {last}");
+        }
+    }
 }
 
 #[tokio::test]

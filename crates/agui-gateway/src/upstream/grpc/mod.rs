@@ -12,6 +12,7 @@
 //! `lf.a2a.v1.A2AService` (`v10`), not wire-compatible with each other.
 
 pub mod cards;
+mod connect;
 pub mod dialect;
 pub mod json;
 pub mod pass;
@@ -20,6 +21,7 @@ pub mod status;
 pub mod v03;
 pub mod v10;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::uri::PathAndQuery;
@@ -36,6 +38,7 @@ use url::Url;
 use self::dialect::Dialect;
 use self::requests::{Call, CallError};
 use self::status::classify;
+use crate::upstream::tls::Reloadable;
 
 /// Which A2A service an agent's gRPC interface is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +95,9 @@ pub enum JsonRpcBody {
     /// cut short is: the relay heals it by subscribing again).
     Stream(futures::stream::BoxStream<'static, Result<Bytes, Cut>>),
     Json(Bytes),
+    /// The call was not made: no connection (refused, a TLS handshake
+    /// that failed, not in time). The gateway's error, not the agent's.
+    Unreachable(tonic::Status),
 }
 
 /// The connection to the agent broke mid-stream.
@@ -119,12 +125,13 @@ const NOT_METADATA: [HeaderName; 8] = [
 
 impl GrpcAgent {
     /// A channel to `url` (`host:port`, or with an `http`, `https`,
-    /// `grpc` or `grpcs` scheme), connected on first use.
+    /// `grpc` or `grpcs` scheme), connected on first use; over TLS
+    /// (`https`, `grpcs`) with the agent's TLS settings as `tls` holds them.
     pub fn new(
         url: &Url,
         service: Service,
-        connect_timeout: Duration,
-        max_message_bytes: usize,
+        (connect_timeout, max_message_bytes): (Duration, usize),
+        tls: Arc<Reloadable>,
     ) -> Result<GrpcAgent, GrpcError> {
         let scheme = match url.scheme() {
             "http" | "grpc" => "http",
@@ -141,8 +148,14 @@ impl GrpcAgent {
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(30))
             .keep_alive_timeout(Duration::from_secs(20));
+        let channel = match scheme {
+            "https" => {
+                endpoint.connect_with_connector_lazy(connect::connector(tls, connect_timeout))
+            }
+            _ => endpoint.connect_lazy(),
+        };
         Ok(GrpcAgent {
-            channel: endpoint.connect_lazy(),
+            channel,
             service,
             max_message_bytes,
         })
@@ -492,6 +505,12 @@ impl GrpcAgent {
                 );
                 frames.boxed()
             }
+            Err(status) if is_cut(&status) || status.code() == tonic::Code::Unavailable => {
+                return JsonRpcAnswer {
+                    headers: HeaderMap::new(),
+                    body: JsonRpcBody::Unreachable(status),
+                };
+            }
             Err(status) => {
                 futures::stream::once(async move { Ok(error_frame(&id.id, &status)) }).boxed()
             }
@@ -583,6 +602,14 @@ impl Reply {
 
 fn json_answer((reply, answer): (Reply, Result<Value, tonic::Status>)) -> JsonRpcAnswer {
     let id = reply.id;
+    if let Err(status) = &answer
+        && is_cut(status)
+    {
+        return JsonRpcAnswer {
+            headers: HeaderMap::new(),
+            body: JsonRpcBody::Unreachable(status.clone()),
+        };
+    }
     let body = match answer {
         Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
         Err(status) => json!({ "jsonrpc": "2.0", "id": id, "error": error_object(&status) }),
@@ -594,14 +621,30 @@ fn json_answer((reply, answer): (Reply, Result<Value, tonic::Status>)) -> JsonRp
 }
 
 impl JsonRpcAnswer {
-    /// The answer as reqwest's, for the callers that read one.
+    /// The answer as reqwest's, for the callers that read one. A call
+    /// not made is the gateway's 502, as for an HTTP agent not reached.
     pub fn into_reqwest(self) -> reqwest::Response {
+        let mut status = axum::http::StatusCode::OK;
+        let mut headers = self.headers;
         let body = match self.body {
             JsonRpcBody::Json(bytes) => reqwest::Body::from(bytes),
             JsonRpcBody::Stream(frames) => reqwest::Body::wrap_stream(frames),
+            JsonRpcBody::Unreachable(cause) => {
+                tracing::debug!("gRPC call not made: {cause}");
+                status = axum::http::StatusCode::BAD_GATEWAY;
+                headers = content_type("application/json");
+                let code = a2a_agui::ErrorCode::UpstreamUnreachable;
+                let body = json!({ "error": {
+                    "code": code.as_str(),
+                    "message": "the upstream agent could not be connected to",
+                    "side": code.side().as_str(),
+                } });
+                reqwest::Body::from(body.to_string())
+            }
         };
         let mut response = axum::http::Response::new(body);
-        *response.headers_mut() = self.headers;
+        *response.status_mut() = status;
+        *response.headers_mut() = headers;
         reqwest::Response::from(response)
     }
 
@@ -610,6 +653,9 @@ impl JsonRpcAnswer {
         match self.body {
             JsonRpcBody::Json(bytes) => futures::stream::once(async move { Ok(bytes) }).boxed(),
             JsonRpcBody::Stream(frames) => frames,
+            JsonRpcBody::Unreachable(cause) => {
+                futures::stream::once(async move { Err(Cut(cause.message().to_owned())) }).boxed()
+            }
         }
     }
 }
