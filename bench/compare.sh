@@ -5,7 +5,8 @@
 # (@ag-ui/a2a's A2AAgent + @ag-ui/encoder), and (5) the gateway and nginx
 # terminating TLS, each over HTTP/1.1 (a connection per stream) and HTTP/2
 # (100 streams per connection, as a browser tab multiplexes its runs):
-# gateway-tls-h1, gateway-tls-h2, nginx-tls-h1, nginx-tls-h2. Writes bench/results/results.json,
+# gateway-tls-h1, gateway-tls-h2, nginx-tls-h1, nginx-tls-h2; and (6) the gateway converting
+# the same agent called over A2A 1.0's gRPC binding (gateway-grpc). Writes bench/results/results.json,
 # the tables (stdout and bench/results/tables.md) and bench/results/latency.png.
 # Every load run is bounded in count (--streams) and time (--timeout-secs).
 set -euo pipefail
@@ -19,7 +20,7 @@ SCALES=${SCALES:-"100 1000 8000"}
 # (GATEWAY_ARGS="--workers 1"), every proxy pinned to one CPU while the
 # load generator and the upstream keep both (PIN_CPU=1), and another
 # gateway binary (GATEWAY_BIN=/path, for an A/B of two builds).
-SETUPS=${SETUPS:-"direct gateway nginx node gateway-tls-h1 gateway-tls-h2 nginx-tls-h1 nginx-tls-h2"}
+SETUPS=${SETUPS:-"direct gateway nginx node gateway-tls-h1 gateway-tls-h2 nginx-tls-h1 nginx-tls-h2 gateway-grpc"}
 GATEWAY_ARGS=${GATEWAY_ARGS:-}
 GATEWAY_BIN=${GATEWAY_BIN:-}
 PIN_CPU=${PIN_CPU:-}
@@ -33,6 +34,7 @@ source "$ROOT/bench/lib.sh"
 
 "$BIN/fake-upstream" > "$WORK/fake.log" 2>&1 & PIDS+=($!)
 FAKE=$(wait_line "$WORK/fake.log" 'READY [0-9]+' | cut -d' ' -f2)
+FAKE_GRPC=$(wait_line "$WORK/fake.log" 'GRPC [0-9]+' | cut -d' ' -f2)
 make_tls_certs
 
 # Every figure comes from fresh proxy processes: each load run starts its
@@ -49,7 +51,9 @@ start_proxy() {
             # shellcheck disable=SC2086 # GATEWAY_ARGS is a list of flags
             local tls=()
             case "$1" in *-tls-*) tls=(--tls-cert "$WORK/tls.pem" --tls-key "$WORK/tls.key") ;; esac
-            "${pin[@]}" "${GATEWAY_BIN:-$BIN/agui-gateway}" --upstream "http://127.0.0.1:$FAKE/" --listen 127.0.0.1:0 "${tls[@]}" $GATEWAY_ARGS > "$WORK/gw.log" 2>&1 & GW_PID=$!; PIDS+=($GW_PID)
+            local upstream="http://127.0.0.1:$FAKE/"
+            case "$1" in *-grpc*) upstream="grpc://127.0.0.1:$FAKE_GRPC" ;; esac
+            "${pin[@]}" "${GATEWAY_BIN:-$BIN/agui-gateway}" --upstream "$upstream" --listen 127.0.0.1:0 "${tls[@]}" $GATEWAY_ARGS > "$WORK/gw.log" 2>&1 & GW_PID=$!; PIDS+=($GW_PID)
             GW=$(wait_line "$WORK/gw.log" '127\.0\.0\.1:[0-9]+' | cut -d: -f2) ;;
         nginx*)
             NGINX=$(free_port)

@@ -13,7 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(upstream_url sse_convert request_readers)
+[ ${#targets[@]} -gt 0 ] || targets=(upstream_url sse_convert request_readers grpc_wire)
 
 export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing"
 export CARGO_TARGET_DIR="$PWD/.cache/fuzz-target"
@@ -40,6 +40,13 @@ for target in "${targets[@]}"; do
             printf '%s' '{"threadId":"t","runId":"r","messages":[{"id":"u","role":"user","content":"hi"}]}' >"$corpus/run"
             printf '%s' '{"request":{"role":"user","parts":[{"text":"Hello"}]}}' >"$corpus/seed"
             printf '%s' '{"jsonrpc":"2.0","id":1,"method":"message/stream","params":{"message":{"role":"user","parts":[{"kind":"text","text":"x"}],"messageId":"m"}}}' >"$corpus/rpc"
+            ;;
+        grpc_wire)
+            # A card with a gRPC interface and a signature (0x84: a 1.0 card, the
+            # gateway has a gRPC address), a stream item, a status.
+            printf '\x84\x0a\x04dice\x1a\x19\x0a\x0f10.0.0.7:50051\x12\x04GRPC\x6a\x02\x0a\x00' >"$corpus/card"
+            printf '\x02\x22\x0c\x0a\x01t\x1a\x07\x0a\x01a\x22\x02\x0a\x00' >"$corpus/item"
+            printf '\x05TaskNotFoundError: no such task' >"$corpus/status"
             ;;
         upstream_url)
             printf '\x00/v1/message:stream' >"$corpus/rest"

@@ -89,7 +89,7 @@ step "deploy/ checks (build context, hadolint, kustomize render, kubernetes-vali
 # minutes, so a run that is late by now fuzzes each target 10 s, not 30.
 fuzz_seconds=30
 if ((SECONDS > 22 * 60)); then fuzz_seconds=10; fi
-step "fuzz targets, $fuzz_seconds s each (URL builder, SSE + converter, request readers)" \
+step "fuzz targets, $fuzz_seconds s each (URL builder, SSE + converter, request readers, gRPC wire)" \
     bash scripts/fuzz.sh "$fuzz_seconds"
 
 printf '\nstep times:\n'

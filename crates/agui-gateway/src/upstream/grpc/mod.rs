@@ -111,6 +111,16 @@ fn is_cut(status: &tonic::Status) -> bool {
     std::error::Error::source(status).is_some()
 }
 
+/// Bytes an agent may send on one stream ahead of the gateway's reading:
+/// at 100-byte messages, 16 KiB holds 160 of them, and a stream of tokens
+/// over a 50 ms round trip still gets 320 KB/s.
+const STREAM_WINDOW: u32 = 16 * 1024;
+
+/// Bytes ahead on the whole connection: h2's budget for small frames held
+/// is half of it (8 MiB), what about 150 streams of full windows of
+/// 60-byte messages cost.
+const CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
+
 /// The headers that are HTTP's, not the call's: never gRPC metadata.
 const NOT_METADATA: [HeaderName; 8] = [
     header::HOST,
@@ -147,7 +157,17 @@ impl GrpcAgent {
             .connect_timeout(connect_timeout)
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(30))
-            .keep_alive_timeout(Duration::from_secs(20));
+            .keep_alive_timeout(Duration::from_secs(20))
+            // h2 ends a whole connection (GOAWAY ENHANCE_YOUR_CALM) once the
+            // small DATA frames it holds unread cost more than half its
+            // connection window: an agent streaming tokens as one small
+            // message each, to clients slower than it (or a gateway busy
+            // with others), did that to every run on the connection. Small
+            // stream windows and a large connection window keep what any
+            // one stream can hold back well under that budget (measured in
+            // BENCHMARKS.md: 50 streams of 2,000 back-to-back messages).
+            .initial_stream_window_size(STREAM_WINDOW)
+            .initial_connection_window_size(CONNECTION_WINDOW);
         let channel = match scheme {
             "https" => {
                 endpoint.connect_with_connector_lazy(connect::connector(tls, connect_timeout))

@@ -7,8 +7,14 @@
 //! `events=50 interval=20 hold=0 bytes=16` (chunks, ms between them, seconds
 //! to stay silent after the first chunk, filler bytes per chunk).
 //!
-//! `fake-upstream [--port 0] [--events 50] [--interval-ms 20]`; prints `READY <port>`.
+//! The same agent over A2A 1.0's gRPC binding on a second port (`grpc`):
+//! `SendStreamingMessage` streams the same plan as typed messages.
+//!
+//! `fake-upstream [--port 0] [--events 50] [--interval-ms 20]`; prints
+//! `READY <port>`, then `GRPC <port>`.
 #![forbid(unsafe_code)]
+
+mod grpc;
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -27,7 +33,7 @@ use clap::Parser;
 use serde_json::{Value, json};
 
 #[derive(Debug, Parser, Clone)]
-struct Args {
+pub struct Args {
     #[arg(long, default_value_t = 0)]
     port: u16,
     /// Chunks per stream.
@@ -42,21 +48,21 @@ struct Args {
 }
 
 #[derive(Clone)]
-struct Fake {
-    args: Args,
+pub struct Fake {
+    pub args: Args,
     base: String,
-    tasks: Arc<AtomicU64>,
+    pub tasks: Arc<AtomicU64>,
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Plan {
-    events: u64,
+pub struct Plan {
+    pub events: u64,
     interval: Duration,
     hold: Duration,
-    bytes: usize,
+    pub bytes: usize,
 }
 
-fn plan(defaults: &Args, text: &str) -> Plan {
+pub fn plan(defaults: &Args, text: &str) -> Plan {
     let mut plan = Plan {
         events: defaults.events,
         interval: Duration::from_millis(defaults.interval_ms),
@@ -97,8 +103,12 @@ async fn main() -> anyhow::Result<()> {
     let app = Router::new()
         .route("/.well-known/agent-card.json", get(card))
         .route("/", post(rpc))
-        .with_state(fake);
+        .with_state(fake.clone());
+    let grpc_listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+    let grpc_port = grpc_listener.local_addr()?.port();
     println!("READY {}", addr.port());
+    println!("GRPC {grpc_port}");
+    tokio::spawn(grpc::serve(grpc_listener, fake.clone()));
     axum::serve(listener, app).await?;
     Ok(())
 }
@@ -126,9 +136,39 @@ async fn rpc(State(fake): State<Fake>, body: Bytes) -> Response {
     let (task, context) = (format!("task-{n}"), format!("ctx-{n}"));
     let id = request["id"].clone();
     let filler = "x".repeat(plan.bytes);
-    let stream = futures::stream::unfold(0u64, move |i| {
-        let (task, context, id, filler) =
-            (task.clone(), context.clone(), id.clone(), filler.clone());
+    let stream = paced(plan, move |i| {
+        let result = if i == 0 {
+            task_event(v10, &task, &context)
+        } else if i <= plan.events {
+            let text = format!("{filler} {} ", marker(now_micros()));
+            chunk_event(v10, &task, &context, &text, i == 1, i == plan.events)
+        } else {
+            done_event(v10, &task, &context)
+        };
+        let frame = format!(
+            "data: {}\n\n",
+            json!({ "jsonrpc": "2.0", "id": id, "result": result })
+        );
+        Ok::<_, Infallible>(Bytes::from(frame))
+    });
+    let mut response = Response::new(Body::from_stream(stream));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    response
+}
+
+/// Item `i` of a plan's stream made by `item` (0: the task, 1..=events:
+/// the chunks, then the end), each at its time: the first chunk at once,
+/// the next after the interval plus the hold, the rest an interval apart.
+pub fn paced<T: Send + 'static>(
+    plan: Plan,
+    item: impl Fn(u64) -> T + Send + Sync + 'static,
+) -> impl futures::Stream<Item = T> + Send + 'static {
+    let item = Arc::new(item);
+    futures::stream::unfold(0u64, move |i| {
+        let item = item.clone();
         async move {
             if i > plan.events + 1 {
                 return None;
@@ -147,27 +187,9 @@ async fn rpc(State(fake): State<Fake>, body: Bytes) -> Response {
                     tokio::time::sleep(wait).await;
                 }
             }
-            let result = if i == 0 {
-                task_event(v10, &task, &context)
-            } else if i <= plan.events {
-                let text = format!("{filler} {} ", marker(now_micros()));
-                chunk_event(v10, &task, &context, &text, i == 1, i == plan.events)
-            } else {
-                done_event(v10, &task, &context)
-            };
-            let frame = format!(
-                "data: {}\n\n",
-                json!({ "jsonrpc": "2.0", "id": id, "result": result })
-            );
-            Some((Ok::<_, Infallible>(Bytes::from(frame)), i + 1))
+            Some((item(i), i + 1))
         }
-    });
-    let mut response = Response::new(Body::from_stream(stream));
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    response
+    })
 }
 
 fn task_event(v10: bool, task: &str, context: &str) -> Value {
