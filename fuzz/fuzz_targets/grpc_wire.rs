@@ -5,7 +5,7 @@
 #![no_main]
 
 use agui_gateway::upstream::grpc::cards::{GatewayAddresses, rewrite_v03, rewrite_v10};
-use agui_gateway::upstream::grpc::{json, status, v03, v10};
+use agui_gateway::upstream::grpc::{json, status, v03, v10, write};
 use libfuzzer_sys::fuzz_target;
 use prost::Message as _;
 
@@ -62,7 +62,20 @@ fuzz_target!(|data: &[u8]| {
         }
         2 => {
             if let Ok(item) = v10::StreamResponse::decode(bytes) {
-                let _ = json::stream_v10(&item).map(|v| v.to_string());
+                // The frame a run's converter reads: one `data:` line of
+                // JSON-RPC whose result is the item's JSON.
+                let wrapped = write::stream_value(&item);
+                match write::frame(&serde_json::json!(1), &item) {
+                    Some(frame) => {
+                        let text = std::str::from_utf8(&frame).expect("UTF-8");
+                        let line = text.strip_prefix("data: ").expect("a data line");
+                        let line = line.strip_suffix("\n\n").expect("one frame");
+                        assert!(!line.contains('\n'), "{line:?}");
+                        let read: serde_json::Value = serde_json::from_str(line).expect("JSON");
+                        assert_eq!(Some(&read["result"]), wrapped.as_ref());
+                    }
+                    None => assert!(wrapped.is_none()),
+                }
             }
         }
         3 => {

@@ -95,7 +95,8 @@ async fn health_readiness_metrics_and_config_checks() {
         .unwrap();
     assert!(!output.status.success());
     assert!(
-        String::from_utf8_lossy(&output.stderr).contains("an http:// or https:// URL"),
+        String::from_utf8_lossy(&output.stderr)
+            .contains("an http://, https://, grpc:// or grpcs:// URL"),
         "{output:?}"
     );
 

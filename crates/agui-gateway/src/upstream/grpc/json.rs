@@ -1,7 +1,9 @@
 //! Typed gRPC messages of either version written as A2A 1.0's JSON (the
 //! ProtoJSON an a2a-sdk 1.x agent sends over JSON-RPC), which the converter
 //! and everything after it (journal, replay, list) already read: one
-//! vocabulary downstream, whatever the binding. 0.3's messages map onto
+//! vocabulary downstream, whatever the binding. 1.0's stream items, tasks
+//! and messages are written straight to bytes (`write`); this module has
+//! what both share (values, names, times) and 0.3's and the cards' JSON. 0.3's messages map onto
 //! it field for field (`content` is `parts`, `update` is `message`, a file
 //! part is a `url` or `raw` part with its media type and name, `final` is
 //! the state's).
@@ -97,7 +99,7 @@ pub fn state_name(state: i32) -> &'static str {
     }
 }
 
-fn role_name(role: i32) -> &'static str {
+pub fn role_name(role: i32) -> &'static str {
     match v10::Role::try_from(role).unwrap_or(v10::Role::Unspecified) {
         v10::Role::User => "ROLE_USER",
         v10::Role::Agent => "ROLE_AGENT",
@@ -105,7 +107,7 @@ fn role_name(role: i32) -> &'static str {
     }
 }
 
-fn timestamp(at: &prost_types::Timestamp) -> Option<Value> {
+pub fn timestamp(at: &prost_types::Timestamp) -> Option<Value> {
     // RFC 3339 in UTC, as ProtoJSON writes it; a time out of range is left out.
     let secs = at.seconds;
     let nanos = u32::try_from(at.nanos).ok()?;
@@ -138,134 +140,6 @@ fn civil_from_days(days: i64) -> Option<(i64, i64, i64)> {
 }
 
 // --- 1.0 -----------------------------------------------------------------
-
-pub fn part_v10(part: &v10::Part) -> Value {
-    let mut out = Map::new();
-    match &part.content {
-        Some(v10::part::Content::Text(text)) => {
-            out.insert("text".into(), Value::String(text.clone()));
-        }
-        Some(v10::part::Content::Raw(bytes)) => {
-            let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
-            out.insert("raw".into(), Value::String(encoded));
-        }
-        Some(v10::part::Content::Url(url)) => {
-            out.insert("url".into(), Value::String(url.clone()));
-        }
-        Some(v10::part::Content::Data(data)) => {
-            out.insert("data".into(), value(data));
-        }
-        None => {}
-    }
-    put_object(&mut out, "metadata", part.metadata.as_ref());
-    put_text(&mut out, "filename", &part.filename);
-    put_text(&mut out, "mediaType", &part.media_type);
-    Value::Object(out)
-}
-
-pub fn message_v10(message: &v10::Message) -> Value {
-    let mut out = Map::new();
-    put_text(&mut out, "messageId", &message.message_id);
-    put_text(&mut out, "contextId", &message.context_id);
-    put_text(&mut out, "taskId", &message.task_id);
-    out.insert("role".into(), Value::String(role_name(message.role).into()));
-    out.insert(
-        "parts".into(),
-        Value::Array(message.parts.iter().map(part_v10).collect()),
-    );
-    put_object(&mut out, "metadata", message.metadata.as_ref());
-    put_list(&mut out, "extensions", &message.extensions);
-    put_list(&mut out, "referenceTaskIds", &message.reference_task_ids);
-    Value::Object(out)
-}
-
-fn status_v10(status: &v10::TaskStatus) -> Value {
-    let mut out = Map::new();
-    out.insert(
-        "state".into(),
-        Value::String(state_name(status.state).into()),
-    );
-    if let Some(message) = &status.message {
-        out.insert("message".into(), message_v10(message));
-    }
-    if let Some(at) = status.timestamp.as_ref().and_then(timestamp) {
-        out.insert("timestamp".into(), at);
-    }
-    Value::Object(out)
-}
-
-fn artifact_v10(artifact: &v10::Artifact) -> Value {
-    let mut out = Map::new();
-    put_text(&mut out, "artifactId", &artifact.artifact_id);
-    put_text(&mut out, "name", &artifact.name);
-    put_text(&mut out, "description", &artifact.description);
-    out.insert(
-        "parts".into(),
-        Value::Array(artifact.parts.iter().map(part_v10).collect()),
-    );
-    put_object(&mut out, "metadata", artifact.metadata.as_ref());
-    put_list(&mut out, "extensions", &artifact.extensions);
-    Value::Object(out)
-}
-
-pub fn task_v10(task: &v10::Task) -> Value {
-    let mut out = Map::new();
-    put_text(&mut out, "id", &task.id);
-    put_text(&mut out, "contextId", &task.context_id);
-    if let Some(status) = &task.status {
-        out.insert("status".into(), status_v10(status));
-    }
-    if !task.artifacts.is_empty() {
-        out.insert(
-            "artifacts".into(),
-            Value::Array(task.artifacts.iter().map(artifact_v10).collect()),
-        );
-    }
-    if !task.history.is_empty() {
-        out.insert(
-            "history".into(),
-            Value::Array(task.history.iter().map(message_v10).collect()),
-        );
-    }
-    put_object(&mut out, "metadata", task.metadata.as_ref());
-    Value::Object(out)
-}
-
-/// One stream item, wrapped by its kind as 1.0's JSON wraps it; `None`
-/// for an empty one (nothing to convert).
-pub fn stream_v10(item: &v10::StreamResponse) -> Option<Value> {
-    use v10::stream_response::Payload;
-    Some(match item.payload.as_ref()? {
-        Payload::Task(task) => json!({ "task": task_v10(task) }),
-        Payload::Message(message) => json!({ "message": message_v10(message) }),
-        Payload::StatusUpdate(update) => {
-            let mut out = Map::new();
-            put_text(&mut out, "taskId", &update.task_id);
-            put_text(&mut out, "contextId", &update.context_id);
-            if let Some(status) = &update.status {
-                out.insert("status".into(), status_v10(status));
-            }
-            put_object(&mut out, "metadata", update.metadata.as_ref());
-            json!({ "statusUpdate": out })
-        }
-        Payload::ArtifactUpdate(update) => {
-            let mut out = Map::new();
-            put_text(&mut out, "taskId", &update.task_id);
-            put_text(&mut out, "contextId", &update.context_id);
-            if let Some(artifact) = &update.artifact {
-                out.insert("artifact".into(), artifact_v10(artifact));
-            }
-            if update.append {
-                out.insert("append".into(), Value::Bool(true));
-            }
-            if update.last_chunk {
-                out.insert("lastChunk".into(), Value::Bool(true));
-            }
-            put_object(&mut out, "metadata", update.metadata.as_ref());
-            json!({ "artifactUpdate": out })
-        }
-    })
-}
 
 // --- 0.3 -----------------------------------------------------------------
 

@@ -20,6 +20,7 @@ pub mod requests;
 pub mod status;
 pub mod v03;
 pub mod v10;
+pub mod write;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -281,7 +282,7 @@ impl GrpcAgent {
                 let request = self.request(requests::send_v10(&params)?, headers, None);
                 let path = self.service.path("SendStreamingMessage");
                 let codec = ProstCodec::<v10::SendMessageRequest, v10::StreamResponse>::default();
-                let answer = self.stream(request, path, codec, id, json::stream_v10);
+                let answer = self.stream(request, path, codec, id, frame_v10);
                 answer.await
             }
             (
@@ -294,7 +295,7 @@ impl GrpcAgent {
                 let request = self.request(requests::send_v03(&params)?, headers, None);
                 let path = self.service.path("SendStreamingMessage");
                 let codec = ProstCodec::<v03::SendMessageRequest, v03::StreamResponse>::default();
-                let answer = self.stream(request, path, codec, id, json::stream_v03);
+                let answer = self.stream(request, path, codec, id, frame_v03);
                 answer.await
             }
             (Call::Subscribe { id: task }, Service::V10) => {
@@ -306,8 +307,7 @@ impl GrpcAgent {
                 let path = self.service.path("SubscribeToTask");
                 let codec =
                     ProstCodec::<v10::SubscribeToTaskRequest, v10::StreamResponse>::default();
-                self.stream(request, path, codec, id, json::stream_v10)
-                    .await
+                self.stream(request, path, codec, id, frame_v10).await
             }
             (Call::Subscribe { id: task }, Service::V03) => {
                 let message = v03::TaskNameRequest {
@@ -316,8 +316,7 @@ impl GrpcAgent {
                 let request = self.request(message, headers, None);
                 let path = self.service.path("TaskSubscription");
                 let codec = ProstCodec::<v03::TaskNameRequest, v03::StreamResponse>::default();
-                self.stream(request, path, codec, id, json::stream_v03)
-                    .await
+                self.stream(request, path, codec, id, frame_v03).await
             }
             (
                 Call::Send {
@@ -330,7 +329,7 @@ impl GrpcAgent {
                 let answer = self
                     .unary::<_, v10::StreamResponse>(request, "SendMessage")
                     .await
-                    .map(|item| id.send_result(json::stream_v10(&item)));
+                    .map(|item| id.send_result(write::stream_value(&item)));
                 json_answer((id, answer))
             }
             (
@@ -361,7 +360,7 @@ impl GrpcAgent {
                 };
                 let request = self.request(message, headers, deadline);
                 let answer = self.unary::<_, v10::Task>(request, "GetTask").await;
-                json_answer(id.task(answer.map(|task| json::task_v10(&task))))
+                json_answer(id.task(answer.map(|task| write::task_value(&task))))
             }
             (
                 Call::Get {
@@ -386,7 +385,7 @@ impl GrpcAgent {
                 };
                 let request = self.request(message, headers, deadline);
                 let answer = self.unary::<_, v10::Task>(request, "CancelTask").await;
-                json_answer(id.task(answer.map(|task| json::task_v10(&task))))
+                json_answer(id.task(answer.map(|task| write::task_value(&task))))
             }
             (Call::Cancel { id: task }, Service::V03) => {
                 let message = v03::TaskNameRequest {
@@ -405,7 +404,7 @@ impl GrpcAgent {
                     id,
                     answer.map(|list| {
                         json!({
-                            "tasks": list.tasks.iter().map(json::task_v10).collect::<Vec<_>>(),
+                            "tasks": list.tasks.iter().map(write::task_value).collect::<Vec<_>>(),
                             "nextPageToken": list.next_page_token,
                             "pageSize": list.page_size,
                             "totalSize": list.total_size,
@@ -481,7 +480,7 @@ impl GrpcAgent {
         path: PathAndQuery,
         codec: ProstCodec<Q, A>,
         id: Reply,
-        to_json: fn(&A) -> Option<Value>,
+        to_frame: fn(&A, &Reply) -> Option<Bytes>,
     ) -> JsonRpcAnswer
     where
         Q: prost::Message + Send + Sync + 'static,
@@ -505,11 +504,9 @@ impl GrpcAgent {
                         }
                         match items.message().await {
                             Ok(Some(item)) => {
-                                let frame = match to_json(&item) {
-                                    Some(result) => id.frame(result),
-                                    // An empty item: a keep-alive comment.
-                                    None => Bytes::from_static(b": empty item\n\n"),
-                                };
+                                // An empty item: a keep-alive comment.
+                                let frame = to_frame(&item, &id)
+                                    .unwrap_or_else(|| Bytes::from_static(b": empty item\n\n"));
                                 Some((Ok(frame), (items, id, false)))
                             }
                             Ok(None) => None,
@@ -540,6 +537,19 @@ impl GrpcAgent {
             body: JsonRpcBody::Stream(body),
         }
     }
+}
+
+/// A 1.0 stream item as the caller's frame: written straight to bytes for
+/// a 1.0 caller (a run's every event), through 0.3's shapes for a 0.3 one.
+fn frame_v10(item: &v10::StreamResponse, reply: &Reply) -> Option<Bytes> {
+    match reply.dialect {
+        Dialect::V10 => write::frame(&reply.id, item).map(Bytes::from),
+        Dialect::V03 => write::stream_value(item).map(|wrapped| reply.frame(wrapped)),
+    }
+}
+
+fn frame_v03(item: &v03::StreamResponse, reply: &Reply) -> Option<Bytes> {
+    json::stream_v03(item).map(|wrapped| reply.frame(wrapped))
 }
 
 /// `SendMessage`'s answer is a task or a message, unwrapped as JSON-RPC's
