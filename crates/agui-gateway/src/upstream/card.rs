@@ -367,6 +367,16 @@ impl Agent {
 
     /// Where and how to send a call the gateway builds itself.
     pub async fn endpoint(&self) -> (Url, A2aVersion) {
+        if let Some(grpc) = &self.grpc {
+            // The service is the version. The gateway's JSON-RPC to a gRPC
+            // agent is only read by `GrpcAgent::execute`, and 1.0's answers
+            // are written straight to bytes (`grpc::write`).
+            let version = match grpc.service() {
+                super::grpc::Service::V03 => A2aVersion::V03,
+                super::grpc::Service::V10 => A2aVersion::V10,
+            };
+            return (self.config.upstream.clone(), version);
+        }
         match self.current_card().await {
             Some(card) => (card.jsonrpc_url.clone(), card.version),
             None => {
