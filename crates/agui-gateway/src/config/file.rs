@@ -124,6 +124,18 @@ pub fn parse(path: &str, text: &str, env: &Environment) -> Result<Config, Config
                     )
                 })?;
             if config.card_signatures != crate::signing::Policy::Off
+                && matches!(config.upstream.scheme(), "grpc" | "grpcs")
+            {
+                // The gateway reads a gRPC agent's card without its
+                // signatures (its prost types carry the fields it uses).
+                return Err(at(
+                    policy.span(),
+                    format!(
+                        "agents.{name}.card_signatures: a gRPC agent's card signatures are not checked; use \"off\""
+                    ),
+                ));
+            }
+            if config.card_signatures != crate::signing::Policy::Off
                 && file
                     .card_signing
                     .as_ref()

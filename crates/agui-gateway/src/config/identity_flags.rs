@@ -134,6 +134,11 @@ impl IdentityArgs {
                 )));
             }
             if let (true, Some(agent)) = (single, config.agents.first_mut()) {
+                if policy != Policy::Off && matches!(agent.upstream.scheme(), "grpc" | "grpcs") {
+                    return Err(invalid(format!(
+                        "--card-signatures {text}: a gRPC agent's card signatures are not checked; use off"
+                    )));
+                }
                 agent.card_signatures = policy;
             }
         }

@@ -392,29 +392,33 @@ pub fn rewrite(card: &mut Value, upstream_base: &Url, gateway_base: &str) {
 }
 
 /// A gRPC agent's card, as the gateway serves it: the gateway's JSON-RPC
-/// 1.0 endpoint first (the gateway answers JSON-RPC for it), then its gRPC
-/// interfaces at the gateway's gRPC address (`grpc`, passed through as
-/// they came), or none where gRPC cannot reach it. The JSON twin of
+/// endpoint first (the gateway answers JSON-RPC for it; 1.0 in
+/// `supportedInterfaces`, and 0.3's `url` and preferred transport where
+/// the card has 0.3's fields), then its gRPC interfaces at the gateway's
+/// gRPC address (`grpc`, passed through as they came), or none where gRPC
+/// cannot reach it. The agent's interfaces of other bindings go: the
+/// gateway reaches it over gRPC only, and they name addresses of the
+/// agent's no client is to be sent to. The JSON twin of
 /// `upstream::grpc::cards`, for the card a gRPC client reads.
 pub fn through_gateway(card: &mut Value, gateway_base: &str, grpc: Option<&str>) {
     let gateway = format!("{}/", gateway_base.trim_end_matches('/'));
-    let is_grpc = |iface: &Value, key: &str| {
-        iface[key]
+    let kept = |iface: &mut Value, key: &str| {
+        let is_grpc = iface[key]
             .as_str()
-            .is_some_and(|binding| binding.eq_ignore_ascii_case("GRPC"))
-    };
-    let at_gateway = |iface: &mut Value| match grpc {
-        Some(address) => {
-            iface["url"] = json!(address);
-            true
+            .is_some_and(|binding| binding.eq_ignore_ascii_case("GRPC"));
+        match (is_grpc, grpc) {
+            (true, Some(address)) => {
+                iface["url"] = json!(address);
+                true
+            }
+            _ => false,
         }
-        None => false,
     };
     if let Some(interfaces) = card
         .get_mut("supportedInterfaces")
         .and_then(Value::as_array_mut)
     {
-        interfaces.retain_mut(|iface| !is_grpc(iface, "protocolBinding") || at_gateway(iface));
+        interfaces.retain_mut(|iface| kept(iface, "protocolBinding"));
         interfaces.insert(
             0,
             json!({ "url": gateway, "protocolBinding": "JSONRPC", "protocolVersion": "1.0" }),
@@ -424,14 +428,12 @@ pub fn through_gateway(card: &mut Value, gateway_base: &str, grpc: Option<&str>)
         .get_mut("additionalInterfaces")
         .and_then(Value::as_array_mut)
     {
-        interfaces.retain_mut(|iface| !is_grpc(iface, "transport") || at_gateway(iface));
+        interfaces.retain_mut(|iface| kept(iface, "transport"));
+        interfaces.insert(0, json!({ "url": gateway, "transport": "JSONRPC" }));
     }
-    if card["preferredTransport"]
-        .as_str()
-        .is_some_and(|t| t.eq_ignore_ascii_case("GRPC"))
-    {
-        card["preferredTransport"] = json!("JSONRPC");
+    if card.get("url").is_some() || card.get("preferredTransport").is_some() {
         card["url"] = json!(gateway);
+        card["preferredTransport"] = json!("JSONRPC");
     }
 }
 
@@ -474,6 +476,47 @@ pub fn rewrite_url(url: &str, upstream_base: &Url, gateway_base: &str) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grpc_agents_card_names_the_gateway_only() {
+        let mut card = json!({
+            "name": "both",
+            "url": "http://10.0.0.7:8000/",
+            "preferredTransport": "JSONRPC",
+            "additionalInterfaces": [
+                { "url": "http://10.0.0.7:8000/", "transport": "JSONRPC" },
+                { "url": "10.0.0.7:50051", "transport": "GRPC" },
+            ],
+            "supportedInterfaces": [
+                { "url": "http://10.0.0.7:8000/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0" },
+                { "url": "10.0.0.7:50051", "protocolBinding": "GRPC", "protocolVersion": "1.0" },
+                { "url": "http://10.0.0.7:8000/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0" },
+            ],
+        });
+        let mut named = card.clone();
+        through_gateway(&mut card, "http://gw:8080", Some("gw:8080"));
+        assert!(!card.to_string().contains("10.0.0.7"), "{card}");
+        assert_eq!(card["url"], "http://gw:8080/");
+        assert_eq!(card["preferredTransport"], "JSONRPC");
+        assert_eq!(
+            card["supportedInterfaces"],
+            json!([
+                { "url": "http://gw:8080/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0" },
+                { "url": "gw:8080", "protocolBinding": "GRPC", "protocolVersion": "1.0" },
+            ])
+        );
+        assert_eq!(
+            card["additionalInterfaces"],
+            json!([
+                { "url": "http://gw:8080/", "transport": "JSONRPC" },
+                { "url": "gw:8080", "transport": "GRPC" },
+            ])
+        );
+        // A named agent: no gRPC address, so no gRPC interface either.
+        through_gateway(&mut named, "http://gw:8080/v1/agents/x", None);
+        assert!(!named.to_string().contains("10.0.0.7"), "{named}");
+        assert!(!named.to_string().contains("GRPC"), "{named}");
+    }
 
     #[test]
     fn urls_move_to_the_gateway_keeping_their_path() {

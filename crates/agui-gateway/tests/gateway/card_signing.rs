@@ -326,6 +326,17 @@ fn check_config_refuses_keys_that_do_not_load() {
     let (ok, stderr) = check(format!("{agent}card_signatures = \"maybe\"\n"));
     assert!(!ok);
     assert!(stderr.contains("is not off, verify or require"), "{stderr}");
+    // A gRPC agent's card is read without its signatures: checking them
+    // would refuse every call, so the setting is refused instead.
+    let (ok, stderr) = check(format!(
+        "[card_signing]\ntrusted_keys = \"{}\"\n[agents.g]\nupstream = \"grpc://127.0.0.1:9\"\ncard_signatures = \"verify\"\n",
+        keys.path("agent.jwks.json")
+    ));
+    assert!(!ok);
+    assert!(
+        stderr.contains("a gRPC agent's card signatures are not checked"),
+        "{stderr}"
+    );
     let signing = format!(
         "[card_signing]\ntrusted_keys = \"{}\"\nsigning_key = \"{}\"\n{agent}card_signatures = \"require\"\n",
         keys.path("agent.jwks.json"),

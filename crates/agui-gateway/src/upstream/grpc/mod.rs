@@ -106,6 +106,12 @@ pub enum JsonRpcBody {
 #[error("the agent's gRPC stream broke: {0}")]
 pub struct Cut(String);
 
+/// The channel could not take the call (no connection): a status that
+/// carries its cause, as the transport's own do.
+fn not_connected(err: tonic::transport::Error) -> tonic::Status {
+    tonic::Status::from_error(Box::new(err))
+}
+
 /// A status the transport made (a reset, a closed connection), not one
 /// the agent sent: those carry their cause.
 fn is_cut(status: &tonic::Status) -> bool {
@@ -461,9 +467,7 @@ impl GrpcAgent {
         A: prost::Message + Default + Send + Sync + 'static,
     {
         let mut grpc = self.grpc();
-        grpc.ready()
-            .await
-            .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+        grpc.ready().await.map_err(not_connected)?;
         let response = grpc
             .unary(
                 request,
@@ -488,9 +492,7 @@ impl GrpcAgent {
     {
         let mut grpc = self.grpc();
         let opened = async {
-            grpc.ready()
-                .await
-                .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+            grpc.ready().await.map_err(not_connected)?;
             grpc.server_streaming(request, path, codec).await
         };
         let body: futures::stream::BoxStream<'static, Result<Bytes, Cut>> = match opened.await {
@@ -522,7 +524,7 @@ impl GrpcAgent {
                 );
                 frames.boxed()
             }
-            Err(status) if is_cut(&status) || status.code() == tonic::Code::Unavailable => {
+            Err(status) if is_cut(&status) => {
                 return JsonRpcAnswer {
                     headers: HeaderMap::new(),
                     body: JsonRpcBody::Unreachable(status),

@@ -294,7 +294,12 @@ where
             };
             let frame = match next {
                 Ok(Some(Ok(frame))) => frame,
-                Ok(None) => return None,
+                // The agent ended the stream without a status: say so, as
+                // a gRPC client would read no trailers as its own error.
+                Ok(None) => Frame::trailers(trailers(
+                    Code::Unavailable,
+                    "upstream: the agent's stream ended without a status",
+                )),
                 Ok(Some(Err(err))) => {
                     tracing::debug!("gRPC passthrough: the agent's stream broke: {err}");
                     Frame::trailers(trailers(
