@@ -4,12 +4,18 @@
 # would add, as plain -C flags (no nightly, no sanitizer).
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
+#   scripts/fuzz.sh --build-only
 #
 # The corpus of each target lives in .cache/fuzz-corpus/<target>
 # (git-ignored), seeded from the golden inputs and recordings; a crash is
 # saved as fuzz/artifacts/<target>/crash-* and fails the run.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+build_only=false
+if [ "${1:-}" = "--build-only" ]; then
+    build_only=true
+    shift
+fi
 seconds=${1:-60}
 shift || true
 targets=("$@")
@@ -17,10 +23,14 @@ targets=("$@")
 
 export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing"
 export CARGO_TARGET_DIR="$PWD/.cache/fuzz-target"
+# scripts/test.sh lints through clippy-driver as the workspace's compiler;
+# the instrumented build is rustc's alone.
+unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 # An explicit --target keeps RUSTFLAGS off build scripts and proc macros,
 # which must not be instrumented (nothing would link them to libFuzzer).
 host=$(rustc -vV | sed -n 's/^host: //p')
 cargo build --manifest-path fuzz/Cargo.toml --release --locked --bins --target "$host"
+if $build_only; then exit 0; fi
 
 for target in "${targets[@]}"; do
     corpus=".cache/fuzz-corpus/$target"

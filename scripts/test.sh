@@ -30,21 +30,46 @@ step() {
 }
 
 recordings=$(mktemp -d)
-frameworks_log=$(mktemp)
-trap 'rm -rf "$recordings" "$frameworks_log"' EXIT
+logs=$(mktemp -d)
+trap 'rm -rf "$recordings" "$logs"' EXIT
 
-# The thirteen frameworks' venvs and node packages take minutes to install,
-# mostly waiting on downloads: that runs in the background while the other
-# installs, the lints and the build go on, and is waited for before the
-# first test (timing-sensitive tests get both cores to themselves).
-bash tests/frameworks/setup.sh >"$frameworks_log" 2>&1 </dev/null &
-frameworks_setup=$!
-frameworks_installed() {
-    local status=0
-    wait "$frameworks_setup" || status=$?
-    cat "$frameworks_log"
+# Clippy's lints run inside the debug build, not as a check build of their
+# own: clippy-driver is rustc plus the lints, so as the workspace's crates'
+# compiler (the third-party crates are compiled by rustc as ever) the one
+# build both lints with `-D warnings` and makes the test binaries. This is
+# what `cargo clippy -- -D warnings` sets up (the same two variables), on a
+# build instead of a check, and saves the ~5 minutes a separate check build
+# of every crate took. Exported for every cargo run below, so none rebuilds
+# for a different compiler; scripts/fuzz.sh clears them for its own build.
+RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
+CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+export RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
+
+# Work that waits on downloads or on idle cores starts now, in the
+# background, and its step waits for it and prints its log:
+# - the debug build (the lints, the tests' binaries), while the installs
+#   below wait on the registries;
+# - at the lowest priority, the release build (the hardening replay) and the
+#   fuzz targets' instrumented build, on the cycles the rest leaves idle;
+# - the thirteen frameworks' venvs and node packages (minutes of downloads).
+# Timing-sensitive tests start only after all of it (they get both cores).
+background() {
+    local name=$1
+    shift
+    "$@" >"$logs/$name.log" 2>&1 </dev/null &
+    eval "pid_$name=$!"
+}
+waited() {
+    local name=$1 pid status=0
+    pid=$(eval "echo \$pid_$name")
+    wait "$pid" || status=$?
+    cat "$logs/$name.log"
     return "$status"
 }
+background debug cargo build --workspace --all-targets --locked
+background optimised nice -n 19 bash -c \
+    'cargo build --release --locked -p agui-gateway && bash scripts/fuzz.sh --build-only'
+background frameworks bash tests/frameworks/setup.sh
 
 step "install: AG-UI clients and validator" tests/conformance/setup.sh
 step "install: real A2A agents" bash tests/agents/setup.sh
@@ -54,13 +79,18 @@ step "install: OAuth2 authorization server (oidc-provider 9.13.3)" bash tests/au
 step "install: redis-server (the shared journal) and chromium (the browser tests), Debian's" \
     bash scripts/apt-install.sh redis-server=redis-server chromium=chromium
 step "cargo fmt --check" cargo fmt --all -- --check
-step "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 step "module graphs have no cycle" python3 scripts/module_graph.py --quiet
-step "cargo build (binaries, benches)" cargo build --workspace --all-targets --locked
-# The conformance matrix runs alone: its node clients would otherwise share
-# the two cores with the behavioural tests that watch event timing.
+step "cargo build of every target with clippy's lints, -D warnings (in the background since the start)" \
+    waited debug
+# Steps that read files, not clocks, go on beside the optimised builds.
+step "real clients over the golden outputs" tests/conformance/check-recordings.sh tests/golden
+step "A2UI activity parity with @ag-ui/a2a" node tests/conformance/node/a2ui-parity.mjs tests/golden/a2ui-v0.8-and-v0.9-surfaces
+step "conformance harness self-test" tests/conformance/selftest.sh
+step "deploy/ checks (build context, hadolint, kustomize render, kubernetes-validate, cross-object checks, check-config)" bash deploy/check.sh
 step "install: agent frameworks (ADK, fasta2a, Strands, ..., thirteen; in the background since the start)" \
-    frameworks_installed
+    waited frameworks
+step "release build and the fuzz targets' build (in the background since the start)" \
+    waited optimised
 step "cargo test" cargo test --workspace --locked -- --skip matrix --skip frameworks
 step "conformance matrix (upstream x client x route x scenario)" \
     cargo test --locked -p agui-gateway --test gateway matrix -- --test-threads 1
@@ -74,9 +104,6 @@ step "hardening replay against the release build" bash -c \
      AGUI_GATEWAY_BIN="$PWD/target/release/agui-gateway" cargo test --locked -p agui-gateway --test gateway -- \
         hardening keys_not_for_signing json_logs_are_json_from_the_first_line a_failure_to_start_is_a_json_line_too \
         an_idle_gateway_exits a_run_taken_over_after'
-step "real clients over the golden outputs" tests/conformance/check-recordings.sh tests/golden
-step "A2UI activity parity with @ag-ui/a2a" node tests/conformance/node/a2ui-parity.mjs tests/golden/a2ui-v0.8-and-v0.9-surfaces
-step "conformance harness self-test" tests/conformance/selftest.sh
 step "inspector in headless Chromium (the demo run renders)" bash tests/inspector/run.sh
 step "HTTP/2 over TLS lifts the browser's six-connection limit (12 runs in headless Chromium)" bash tests/browser-h2/run.sh
 step "examples: browser (@ag-ui/client 1.0.0 in headless Chromium) and CopilotKit" bash scripts/examples.sh
@@ -84,9 +111,9 @@ step "real A2A agents smoke test" env SKIP_SETUP=1 RECORDINGS_DIR="$recordings" 
 step "a2a-sdk client: direct vs through the gateway" bash tests/conformance/a2a_client_diff.sh
 step "a2a-sdk gRPC client: direct vs through the gRPC passthrough" bash tests/conformance/a2a_client_diff.sh --grpc
 step "load tools smoke test (not timed)" bash bench/smoke.sh
-step "deploy/ checks (build context, hadolint, kustomize render, kubernetes-validate, cross-object checks, check-config)" bash deploy/check.sh
-# Bounded, and the one step that gives time back: CI stops a run at 30
-# minutes, so a run that is late by now fuzzes each target 10 s, not 30.
+# Bounded, and the one step that gives time back: the test command's budget
+# is 30 minutes (README), so a run that is late by now fuzzes each target
+# 10 s, not 30.
 fuzz_seconds=30
 if ((SECONDS > 22 * 60)); then fuzz_seconds=10; fi
 step "fuzz targets, $fuzz_seconds s each (URL builder, SSE + converter, request readers, gRPC wire)" \
