@@ -49,10 +49,8 @@ export RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 # background, and its step waits for it and prints its log:
 # - the debug build (the lints, the tests' binaries), while the installs
 #   below wait on the registries;
-# - the release build (the hardening replay) and the fuzz targets'
-#   instrumented build, side by side (each ends on one long crate, which
-#   leaves a core idle) under SCHED_IDLE: they get only the cycles the rest
-#   leaves idle;
+# - at the lowest priority, the release build (the hardening replay) and the
+#   fuzz targets' instrumented build, on the cycles the rest leaves idle;
 # - the thirteen frameworks' venvs and node packages (minutes of downloads).
 # Timing-sensitive tests start only after all of it (they get both cores).
 background() {
@@ -69,8 +67,8 @@ waited() {
     return "$status"
 }
 background debug cargo build --workspace --all-targets --locked
-background release chrt --idle 0 cargo build --release --locked -p agui-gateway
-background fuzzing chrt --idle 0 bash scripts/fuzz.sh --build-only
+background optimised nice -n 19 bash -c \
+    'cargo build --release --locked -p agui-gateway && bash scripts/fuzz.sh --build-only'
 background frameworks bash tests/frameworks/setup.sh
 
 step "install: AG-UI clients and validator" tests/conformance/setup.sh
@@ -91,8 +89,8 @@ step "conformance harness self-test" tests/conformance/selftest.sh
 step "deploy/ checks (build context, hadolint, kustomize render, kubernetes-validate, cross-object checks, check-config)" bash deploy/check.sh
 step "install: agent frameworks (ADK, fasta2a, Strands, ..., thirteen; in the background since the start)" \
     waited frameworks
-step "release build (in the background since the start)" waited release
-step "fuzz targets' instrumented build (in the background since the start)" waited fuzzing
+step "release build and the fuzz targets' build (in the background since the start)" \
+    waited optimised
 step "cargo test" cargo test --workspace --locked -- --skip matrix --skip frameworks
 step "conformance matrix (upstream x client x route x scenario)" \
     cargo test --locked -p agui-gateway --test gateway matrix -- --test-threads 1
