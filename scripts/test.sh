@@ -49,20 +49,20 @@ export RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 # background, and its step waits for it and prints its log:
 # - the debug build (the lints, the tests' binaries), while the installs
 #   below wait on the registries;
-# - at the lowest priority, the release build (the hardening replay) and the
-#   fuzz targets' instrumented build, on the cycles the rest leaves idle;
+# - at nice 19, the release build (the hardening replay) and then the fuzz
+#   targets' instrumented build, mostly on cycles the rest leaves idle;
 # - the thirteen frameworks' venvs and node packages (minutes of downloads).
 # Timing-sensitive tests start only after all of it (they get both cores).
+declare -A pids
 background() {
     local name=$1
     shift
     "$@" >"$logs/$name.log" 2>&1 </dev/null &
-    eval "pid_$name=$!"
+    pids[$name]=$!
 }
 waited() {
-    local name=$1 pid status=0
-    pid=$(eval "echo \$pid_$name")
-    wait "$pid" || status=$?
+    local name=$1 status=0
+    wait "${pids[$name]}" || status=$?
     cat "$logs/$name.log"
     return "$status"
 }
@@ -92,6 +92,8 @@ step "install: agent frameworks (ADK, fasta2a, Strands, ..., thirteen; in the ba
 step "release build and the fuzz targets' build (in the background since the start)" \
     waited optimised
 step "cargo test" cargo test --workspace --locked -- --skip matrix --skip frameworks
+# The conformance matrix runs alone: its node clients would otherwise share
+# the two cores with the behavioural tests that watch event timing.
 step "conformance matrix (upstream x client x route x scenario)" \
     cargo test --locked -p agui-gateway --test gateway matrix -- --test-threads 1
 step "agent frameworks through the gateway x @ag-ui/client version" \
