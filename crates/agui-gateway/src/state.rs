@@ -13,6 +13,7 @@ use crate::edge::auth::{AuthSetupError, Authenticator};
 use crate::edge::error::ApiError;
 use crate::edge::ratelimit::RateLimiter;
 use crate::journal::redis::RedisJournal;
+use crate::journal::replays::Replays;
 use crate::journal::{MemoryJournal, ThreadRef};
 use crate::obs::metrics::Metrics;
 use crate::upstream::Agent;
@@ -36,6 +37,8 @@ pub struct AppState {
     pub redis: Option<Arc<RedisJournal>>,
     /// The gateway's key for the cards it serves (`[card_signing]`).
     pub card_signer: Option<crate::signing::Signer>,
+    /// Thread replays being read, shared and bounded.
+    pub replays: Replays,
 }
 
 pub type AppHandle = Arc<AppState>;
@@ -132,6 +135,7 @@ impl AppState {
             journal,
             redis: None,
             card_signer: keys.signer,
+            replays: Replays::default(),
         })
     }
 

@@ -148,7 +148,7 @@ async fn serve(
             let connect = resume::connect(
                 state,
                 &agent,
-                &caller,
+                (&caller, gate::reader(&caller, &parts.extensions)),
                 request,
                 &body,
                 WhenEmpty::EmptyStream,
@@ -226,16 +226,16 @@ async fn serve(
             }
             noted(state, parts, agent.name());
             let forwarded = forwarded(&agent, parts).await.usable()?;
+            let caller = caller(parts);
             let ask = ThreadAsk {
                 agent: &agent,
-                thread: ThreadRef::new(agent.name(), &caller(parts), &thread),
+                thread: ThreadRef::new(agent.name(), &caller, &thread),
                 thread_id: &thread,
                 run_id: None,
                 forwarded: &forwarded,
+                reader: gate::reader(&caller, &parts.extensions),
             };
-            let (messages, _) = resume::replay::conversation(state, &ask).await;
-            let messages: Vec<Value> = messages.into_iter().map(runtime_message).collect();
-            Ok(axum::Json(json!({ "messages": messages })).into_response())
+            resume::replay::messages(state, ask, messages_body).await
         }
     }
 }
@@ -491,6 +491,13 @@ fn stop_answer(stopped: Stopped, thread: &str, run_id: Option<&str>) -> Value {
 
 /// An AG-UI message as the runtime's messages route lists it: an
 /// assistant's calls as `{id, name, args}`.
+/// The messages route's body.
+fn messages_body(messages: Vec<Value>) -> Vec<u8> {
+    let messages: Vec<Value> = messages.into_iter().map(runtime_message).collect();
+    // A `Value` always serialises.
+    serde_json::to_vec(&json!({ "messages": messages })).unwrap_or_default()
+}
+
 fn runtime_message(mut message: Value) -> Value {
     if let Some(Value::Array(calls)) = message.get_mut("toolCalls") {
         for call in calls.iter_mut() {

@@ -14,6 +14,8 @@ use axum::response::{IntoResponse, Response};
 use crate::edge::auth::{AuthError, Principal};
 use crate::edge::error::ApiError;
 use crate::edge::listener::Transport;
+use crate::journal::CallerDigest;
+use crate::journal::replays::Reader;
 use crate::state::{AppHandle, AppState};
 use crate::upstream::Agent;
 use crate::upstream::forwarding::{Caller, has_looped};
@@ -209,6 +211,12 @@ pub fn scope(extensions: &Extensions) -> String {
         .get::<Principal>()
         .map(Principal::bucket)
         .unwrap_or_default()
+}
+
+/// Whose budget a thread replay counts against: the caller, or for a
+/// caller with no identity, its address.
+pub fn reader(caller: &CallerDigest, extensions: &Extensions) -> Reader {
+    Reader::new(caller, extensions.get::<Caller>().map(|caller| caller.ip))
 }
 
 /// Whether the request's caller may use `agent` (always, with

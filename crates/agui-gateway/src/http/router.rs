@@ -287,10 +287,11 @@ async fn connect(State(state): State<AppHandle>, request: Request) -> Result<Res
         .await
         .usable()?;
     let request = (&parts.headers, &forwarded);
+    let reader = gate::reader(&caller, &parts.extensions);
     resume::connect(
         &state,
         &agent,
-        &caller,
+        (&caller, reader),
         request,
         &body,
         WhenEmpty::NoContent,

@@ -1,6 +1,7 @@
 //! A client following a journaled run: what it missed, then the rest as
 //! it is appended, with keep-alive comments while the run is quiet.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,10 +12,18 @@ use tokio::sync::watch;
 
 use super::{ResumeError, RunLog};
 
+/// The most bytes of ready chunks joined into one write. A client that
+/// missed a large run gets it in pieces that share the journal's chunks,
+/// never as one copy of it (an unread copy per request would be memory
+/// the client chooses).
+const JOIN_MAX: usize = 64 << 10;
+
 struct Follower {
     log: Arc<RunLog>,
-    /// The number of the last frame handed out.
+    /// The number of the last frame read from the log.
     cursor: u64,
+    /// Chunks read from the log, not yet handed out.
+    pending: VecDeque<Bytes>,
     changes: watch::Receiver<u64>,
     keepalive: Duration,
 }
@@ -28,6 +37,9 @@ impl Drop for Follower {
 impl Follower {
     async fn next(&mut self) -> Option<Bytes> {
         loop {
+            if let Some(ready) = joined(&mut self.pending) {
+                return Some(ready);
+            }
             // Marked seen before reading: an append after the read wakes
             // `changed` below, none is missed.
             self.changes.borrow_and_update();
@@ -36,7 +48,8 @@ impl Follower {
             let slice = self.log.read_after(self.cursor).ok()?;
             if !slice.frames.is_empty() {
                 self.cursor = slice.last;
-                return Some(join(slice.frames));
+                self.pending.extend(slice.frames);
+                continue;
             }
             if slice.finished {
                 return None;
@@ -51,16 +64,21 @@ impl Follower {
     }
 }
 
-/// One write for everything that is ready.
-fn join(mut frames: Vec<Bytes>) -> Bytes {
-    if frames.len() == 1 {
-        return frames.pop().unwrap_or_default();
+/// One write of what is ready: the next chunk, with those after it while
+/// they fit in `JOIN_MAX` (a chunk as large alone is handed out as it is).
+pub fn joined(pending: &mut VecDeque<Bytes>) -> Option<Bytes> {
+    let first = pending.pop_front()?;
+    let fits = |len: usize, next: Option<&Bytes>| next.is_some_and(|n| len + n.len() <= JOIN_MAX);
+    if !fits(first.len(), pending.front()) {
+        return Some(first);
     }
-    let mut out = Vec::with_capacity(frames.iter().map(Bytes::len).sum());
-    for frame in &frames {
-        out.extend_from_slice(frame);
+    let mut out = first.to_vec();
+    while fits(out.len(), pending.front()) {
+        if let Some(next) = pending.pop_front() {
+            out.extend_from_slice(&next);
+        }
     }
-    Bytes::from(out)
+    Some(Bytes::from(out))
 }
 
 /// The frames of `log` after number `after`, then live until its terminal
@@ -76,6 +94,7 @@ pub fn follow(
         changes: log.watch(),
         log,
         cursor: after,
+        pending: VecDeque::new(),
         keepalive,
     };
     Ok(futures::stream::unfold(
@@ -85,4 +104,29 @@ pub fn follow(
             Some((Ok(bytes), follower))
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ready_chunks_are_joined_up_to_a_bound_and_never_copied_past_it() {
+        let big = Bytes::from(vec![b'b'; JOIN_MAX * 4]);
+        let mut pending: VecDeque<Bytes> = [
+            Bytes::from_static(b"a1"),
+            Bytes::from_static(b"a2"),
+            big.clone(),
+            Bytes::from(vec![b'c'; JOIN_MAX - 1]),
+            Bytes::from_static(b"d"),
+            Bytes::from_static(b"e"),
+        ]
+        .into();
+        assert_eq!(joined(&mut pending).unwrap(), &b"a1a2"[..]);
+        // The large chunk goes out as the journal's own bytes.
+        assert_eq!(joined(&mut pending).unwrap().as_ptr(), big.as_ptr());
+        assert_eq!(joined(&mut pending).unwrap().len(), JOIN_MAX);
+        assert_eq!(joined(&mut pending).unwrap(), &b"e"[..]);
+        assert!(joined(&mut pending).is_none());
+    }
 }

@@ -11,17 +11,20 @@
 //!   line, so appending costs no scan.
 //! - Bounded: runs kept, bytes per run, bytes in all, time a finished run
 //!   stays.
+//! - A thread's replay, built from its runs, is held once for all who read
+//!   it (`replays`).
 
 mod follow;
 mod memory;
 pub mod redis;
+pub mod replays;
 mod threads;
 
 use a2a_agui::ErrorCode;
 use axum::http::{HeaderMap, StatusCode};
 use sha2::{Digest, Sha256};
 
-pub use follow::follow;
+pub use follow::{follow, joined};
 pub use memory::{MemoryJournal, RunLog};
 pub use threads::{MAX_LISTED, ThreadSummary, unix_ms};
 

@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 use a2a_agui::SseParser;
 use bytes::Bytes;
 use futures::StreamExt;
-use serde_json::Value;
 
 use super::{
     RelayState, Source, batch, encoded, is_event_stream, keep_scratch, now_ms, take_scratch,
@@ -23,7 +22,7 @@ use super::{
 use crate::journal::InputOp;
 use crate::obs::telemetry::CallSpan;
 use crate::upstream::outbound::{self, Forwarded, Outgoing};
-use crate::upstream::{Agent, TaskCall, UpstreamBody};
+use crate::upstream::{Agent, TaskCall, UpstreamBody, answer};
 
 /// The pause before each attempt: at most five, about 4 s of pauses in all
 /// (each attempt is bounded by the agent's timeouts besides).
@@ -208,13 +207,14 @@ async fn read_task(
         .await
         .answer(agent, limit)
         .await?;
-    (!refuses(&document)).then_some(document)
+    (!refuses(&document)).then(|| document.into_bytes())
 }
 
-/// An error in any envelope (or no JSON at all): the agent's refusal.
+/// An error in any envelope (or no JSON at all, or JSON of more elements
+/// than the gateway reads: what the converter would build of it is not
+/// bounded by its bytes): the agent's refusal.
 fn refuses(data: &[u8]) -> bool {
-    serde_json::from_slice::<Value>(data)
-        .ok()
+    answer::parse(data, answer::MAX_ELEMENTS)
         .is_none_or(|value| a2a_agui::error_report(&value).is_some())
 }
 

@@ -26,6 +26,7 @@ pub use threads::threads;
 
 use crate::edge::error::ApiError;
 use crate::journal::redis::{RedisJournal, RemoteRun};
+use crate::journal::replays::Reader;
 use crate::journal::{self, CallerDigest, EventId, Owner, ResumeError, RunLog, ThreadRef};
 use crate::obs::access::Mode;
 use crate::relay;
@@ -37,6 +38,7 @@ use crate::upstream::outbound::Forwarded;
 pub const MAX_ID_BYTES: usize = 1024;
 
 /// A run as this replica finds it.
+#[derive(Clone)]
 pub enum Found {
     Here(Arc<RunLog>),
     Elsewhere(Arc<RedisJournal>, Box<RemoteRun>),
@@ -124,7 +126,7 @@ async fn follow_stream(
 pub async fn connect(
     state: &AppHandle,
     agent: &Agent,
-    caller: &CallerDigest,
+    (caller, reader): (&CallerDigest, Reader),
     request: (&HeaderMap, &Forwarded),
     body: &Bytes,
     empty: WhenEmpty,
@@ -140,6 +142,7 @@ pub async fn connect(
             thread_id: &asked.thread_id,
             run_id: asked.input_run_id.as_deref(),
             forwarded,
+            reader,
         };
         return replay::replay(state, ask, empty).await;
     }

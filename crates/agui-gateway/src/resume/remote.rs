@@ -16,7 +16,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use crate::edge::error::ApiError;
 use crate::journal::redis::{BLOCK, Entry, RedisJournal, RemoteRun};
-use crate::journal::{ResumeError, RunIdentity, RunLog, frame_start};
+use crate::journal::{self, ResumeError, RunIdentity, RunLog, frame_start};
 use crate::obs::metrics::NO_AGENT;
 use crate::relay;
 use crate::state::AppHandle;
@@ -87,13 +87,9 @@ fn frames_after(
 impl RemoteFollower {
     async fn next(&mut self) -> Option<Bytes> {
         loop {
-            if !self.ready.is_empty() {
+            if let Some(ready) = journal::joined(&mut self.ready) {
                 self.last_sent = Instant::now();
-                let parts: Vec<Bytes> = self.ready.drain(..).collect();
-                return Some(match parts.len() {
-                    1 => parts.into_iter().next().unwrap_or_default(),
-                    _ => Bytes::from(parts.concat()),
-                });
+                return Some(ready);
             }
             if self.ended || self.gone {
                 return None;

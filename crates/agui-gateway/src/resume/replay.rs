@@ -18,27 +18,37 @@
 //!   (`ThreadRef::owner_tag`), so a thread id is not a key to another
 //!   caller's conversation.
 //! - Bounded: `MAX_MESSAGES` messages and `MAX_SNAPSHOT_BYTES` in all; what
-//!   the agent answers, per call and in all, like an event.
+//!   the agent answers, per call and in all, like an event, and parsed
+//!   within an element budget (`upstream::answer`).
+//! - Bounded by what the client reads, not by what the thread holds: the
+//!   replay is built once per thread version and held once for every
+//!   request reading it, handed out in slices, under the gateway's and the
+//!   reader's budgets (`journal::replays`); past them, 429 or 503 before
+//!   any stream.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
+use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
-use a2a_agui::{MessageFold, SseParser};
+use a2a_agui::{ErrorCode, MessageFold, SseParser};
 use axum::body::{Body, Bytes};
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use serde_json::{Value, json};
 
 use super::{Found, find, follow_stream};
 use crate::config::A2aVersion;
 use crate::edge::error::ApiError;
 use crate::journal::ThreadRef;
+use crate::journal::replays::{Kind, Reader, Reading, Refused};
 use crate::random::random_u64;
 use crate::relay;
 use crate::state::{AppHandle, AppState};
 use crate::upstream::outbound::{self, Forwarded};
-use crate::upstream::{Agent, TaskCall};
+use crate::upstream::{Agent, TaskCall, answer};
 
 /// The most messages a snapshot holds.
 const MAX_MESSAGES: usize = a2a_agui::MAX_MESSAGES;
@@ -47,8 +57,8 @@ const MAX_SNAPSHOT_BYTES: usize = 16 << 20;
 /// `ListTasks` pages read at most (100 tasks each).
 const MAX_PAGES: usize = 5;
 /// How long the agent may take to give a thread's tasks, all calls
-/// together; what came in time is shown.
-const AGENT_DEADLINE: Duration = Duration::from_secs(10);
+/// together (a thread list's too); what came in time is shown.
+pub(super) const AGENT_DEADLINE: Duration = Duration::from_secs(10);
 
 /// What a connect answers when the thread has nothing to show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +77,14 @@ pub struct ThreadAsk<'a> {
     /// The run id the replay's run carries (the client's, else minted).
     pub run_id: Option<&'a str>,
     pub forwarded: &'a Forwarded,
+    /// Whose budget of replay bytes out the answer counts against.
+    pub reader: Reader,
 }
+
+/// The most bytes of a held replay handed out at a time: what a client
+/// does not read stays in the one shared copy, not in each connection's
+/// buffers.
+const SLICE: usize = 64 << 10;
 
 /// The replay of a thread, then its live run.
 pub async fn replay(
@@ -75,36 +92,38 @@ pub async fn replay(
     ask: ThreadAsk<'_>,
     empty: WhenEmpty,
 ) -> Result<Response, ApiError> {
-    let (messages, live) = conversation(state, &ask).await;
-    if messages.is_empty() && live.is_none() {
+    let (reading, live) = held(state, &ask, Kind::Snapshot, snapshot_frame).await?;
+    let reading = reading.filter(|reading| !reading.bytes().is_empty());
+    if reading.is_none() && live.is_none() {
         return Ok(match empty {
             WhenEmpty::NoContent => StatusCode::NO_CONTENT.into_response(),
             WhenEmpty::EmptyStream => relay::sse_response(Body::empty()),
         });
     }
-    let mut frames = Vec::new();
-    if !messages.is_empty() {
-        let run_id = ask
-            .run_id
-            .map_or_else(|| format!("replay-{:016x}", random_u64()), str::to_owned);
-        let ids = json!({ "threadId": ask.thread_id, "runId": run_id });
-        let mut started = json!({ "type": "RUN_STARTED" });
-        let mut finished = json!({ "type": "RUN_FINISHED" });
-        for event in [&mut started, &mut finished] {
-            if let (Value::Object(event), Value::Object(ids)) = (event, ids.clone()) {
-                event.extend(ids);
-            }
+    let head = match reading {
+        None => futures::stream::empty().boxed(),
+        Some(reading) => {
+            let run_id = ask
+                .run_id
+                .map_or_else(|| format!("replay-{:016x}", random_u64()), str::to_owned);
+            let ids = json!({ "threadId": ask.thread_id, "runId": run_id });
+            let frame = |kind: &str| {
+                let mut event = json!({ "type": kind });
+                if let (Value::Object(event), Value::Object(ids)) = (&mut event, ids.clone()) {
+                    event.extend(ids);
+                }
+                // A `Value` always serialises.
+                let mut frame = b"data: ".to_vec();
+                frame.extend_from_slice(&serde_json::to_vec(&event).unwrap_or_default());
+                frame.extend_from_slice(b"\n\n");
+                Ok(Bytes::from(frame))
+            };
+            let started = futures::stream::iter([frame("RUN_STARTED")]);
+            let finished = futures::stream::iter([frame("RUN_FINISHED")]);
+            started.chain(sliced(reading)).chain(finished).boxed()
         }
-        let snapshot = json!({ "type": "MESSAGES_SNAPSHOT", "messages": messages });
-        for event in [started, snapshot, finished] {
-            frames.extend_from_slice(b"data: ");
-            // A `Value` always serialises.
-            frames.extend_from_slice(&serde_json::to_vec(&event).unwrap_or_default());
-            frames.extend_from_slice(b"\n\n");
-        }
-    }
+    };
     state.metrics.count_resumed();
-    let head = futures::stream::iter([Ok(Bytes::from(frames))]);
     Ok(match live {
         None => relay::sse_response(Body::from_stream(head)),
         Some(found) => match follow_stream(state, found, 0).await {
@@ -119,49 +138,116 @@ pub async fn replay(
     })
 }
 
-/// The thread's messages (oldest first) and its live run. Also what a
-/// thread's messages route lists.
-pub async fn conversation(state: &AppHandle, ask: &ThreadAsk<'_>) -> (Vec<Value>, Option<Found>) {
-    let journaled = from_journal(state, &ask.thread).await;
-    if journaled.whole {
-        return (journaled.conversation.messages, journaled.live);
-    }
-    // The live run's task is followed live: the agent's copy of it would
-    // show its answer twice.
-    let live_task = journaled.live.as_ref().and_then(|run| match run {
-        Found::Here(log) => log.task(),
-        Found::Elsewhere(_, remote) => remote.task.clone(),
-    });
-    let told = from_agent(state, ask, live_task.as_deref()).await;
-    // An agent that tells nothing (a 0.3 agent whose tasks the gateway
-    // forgot, a timeout) leaves what the journal has.
-    let conversation = if told.messages.is_empty() {
-        journaled.conversation
-    } else {
-        told
+/// The thread's messages as the runtime's messages route lists them:
+/// `render` writes the JSON body from them (oldest first).
+pub async fn messages(
+    state: &AppHandle,
+    ask: ThreadAsk<'_>,
+    render: fn(Vec<Value>) -> Vec<u8>,
+) -> Result<Response, ApiError> {
+    let (reading, _) = held(state, &ask, Kind::Messages, render).await?;
+    let body = match reading {
+        Some(reading) => Body::from_stream(sliced(reading)),
+        None => Body::from(render(Vec::new())),
     };
-    (conversation.messages, journaled.live)
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
-/// What the journal keeps of a thread.
-struct Journaled {
-    conversation: Conversation,
-    /// It has all the conversation: the newest run's input messages (the
-    /// client sends the whole thread each time) and, when that run has
-    /// ended, all its frames. False too when it keeps no run.
-    whole: bool,
-    live: Option<Found>,
+/// `MESSAGES_SNAPSHOT` as one frame; nothing for no messages.
+fn snapshot_frame(messages: Vec<Value>) -> Vec<u8> {
+    if messages.is_empty() {
+        return Vec::new();
+    }
+    let snapshot = json!({ "type": "MESSAGES_SNAPSHOT", "messages": messages });
+    let mut frame = b"data: ".to_vec();
+    // A `Value` always serialises.
+    let _ = serde_json::to_writer(&mut frame, &snapshot);
+    frame.extend_from_slice(b"\n\n");
+    frame
+}
+
+/// A held replay handed out `SLICE` bytes at a time (slices of the one
+/// copy); its reader's budget is given back after the last.
+fn sliced(reading: Reading) -> BoxStream<'static, Result<Bytes, Infallible>> {
+    futures::stream::unfold((Some(reading), 0), |(reading, at)| async move {
+        let reading = reading?;
+        let bytes = reading.bytes();
+        if at >= bytes.len() {
+            return None;
+        }
+        let end = bytes.len().min(at + SLICE);
+        let slice = bytes.slice(at..end);
+        let next = (end < bytes.len()).then_some(reading);
+        Some((Ok(slice), (next, end)))
+    })
+    .boxed()
+}
+
+/// The thread's replay of `kind` for `ask.reader`: the copy cached at the
+/// thread's version, else one built now (`render` writes it from the
+/// messages); and the thread's live run. `None` for a thread with nothing.
+async fn held(
+    state: &AppState,
+    ask: &ThreadAsk<'_>,
+    kind: Kind,
+    render: fn(Vec<Value>) -> Vec<u8>,
+) -> Result<(Option<Reading>, Option<Found>), ApiError> {
+    let runs = journal_runs(state, &ask.thread).await;
+    let version = version_of(&runs);
+    let live = runs.last().cloned().flatten().filter(|run| !run_ended(run));
+    let replays = &state.replays;
+    let held = match replays.cached(&ask.thread, kind, version) {
+        Some(held) => held,
+        None => {
+            let deadline = tokio::time::Instant::now() + AGENT_DEADLINE;
+            let _turn = replays
+                .build_turn(&ask.thread, kind, deadline)
+                .await
+                .map_err(refused)?;
+            // Whoever built before this turn may have built this one.
+            match replays.cached(&ask.thread, kind, version) {
+                Some(held) => held,
+                None => {
+                    let (messages, from_agent) =
+                        conversation(state, ask, &runs, live.as_ref()).await;
+                    // Nothing to show is cached too: a thread id that names
+                    // nothing must not cost an agent call each time.
+                    let bytes = Bytes::from(render(messages));
+                    replays
+                        .hold(&ask.thread, kind, version, from_agent, bytes)
+                        .map_err(refused)?
+                }
+            }
+        }
+    };
+    if held.bytes.is_empty() {
+        return Ok((None, live));
+    }
+    let reading = replays.read(ask.reader, held).map_err(refused)?;
+    Ok((Some(reading), live))
+}
+
+fn refused(refused: Refused) -> ApiError {
+    let error = match refused {
+        Refused::ReaderFull => ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::RateLimited,
+            "too many thread replays of this caller are still being read: read them first",
+        ),
+        Refused::Busy => ApiError::unavailable(
+            ErrorCode::GatewayBusy,
+            "the gateway holds as many thread replays as it may: try again shortly",
+        ),
+    };
+    error.with_header(header::RETRY_AFTER, HeaderValue::from_static("1"))
 }
 
 /// The thread's runs the journal keeps, oldest first: the shared journal's
-/// when there is one (it has every replica's), else this replica's. An
-/// older run whose frames or input are gone adds what it still has; the
-/// newest decides whether the journal tells the whole thread.
-async fn from_journal(state: &AppState, thread: &ThreadRef) -> Journaled {
-    let mut conversation = Conversation::default();
-    // A run the thread lists but the journal cannot find (evicted, or no
-    // longer shared) is `None`.
-    let found: Vec<Option<Found>> = match &state.redis {
+/// when there is one (it has every replica's), else this replica's; a run
+/// the thread lists but the journal cannot find (evicted, or no longer
+/// shared) is `None`.
+async fn journal_runs(state: &AppState, thread: &ThreadRef) -> Vec<Option<Found>> {
+    match &state.redis {
         Some(shared) => {
             let keys = shared
                 .thread_runs(thread, None)
@@ -184,23 +270,91 @@ async fn from_journal(state: &AppState, thread: &ThreadRef) -> Journaled {
             .into_iter()
             .map(|log| Some(Found::Here(log)))
             .collect(),
-    };
+    }
+}
+
+fn run_ended(run: &Found) -> bool {
+    match run {
+        Found::Here(log) => log.is_finished(),
+        Found::Elsewhere(_, remote) => remote.done,
+    }
+}
+
+/// What a replay built from `runs` depends on: which runs there are and
+/// which have ended (a run's input is fixed when it starts, its frames
+/// when it ends; a live run's frames are followed, not replayed).
+fn version_of(runs: &[Option<Found>]) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    for run in runs {
+        match run {
+            None => 0u8.hash(&mut hasher),
+            Some(run) => {
+                1u8.hash(&mut hasher);
+                run.key().hash(&mut hasher);
+                run_ended(run).hash(&mut hasher);
+            }
+        }
+    }
+    hasher.finish()
+}
+
+/// The thread's messages (oldest first), and whether the agent was asked
+/// (the journal did not tell the whole thread): the agent's tasks change
+/// without the journal's version showing it.
+async fn conversation(
+    state: &AppState,
+    ask: &ThreadAsk<'_>,
+    runs: &[Option<Found>],
+    live: Option<&Found>,
+) -> (Vec<Value>, bool) {
+    let journaled = from_journal(runs).await;
+    if journaled.whole {
+        return (journaled.conversation.messages, false);
+    }
+    // The live run's task is followed live: the agent's copy of it would
+    // show its answer twice.
+    let live_task = live.and_then(|run| match run {
+        Found::Here(log) => log.task(),
+        Found::Elsewhere(_, remote) => remote.task.clone(),
+    });
+    let told = from_agent(state, ask, live_task.as_deref()).await;
+    // An agent that tells nothing (a 0.3 agent whose tasks the gateway
+    // forgot, a timeout) leaves what the journal has.
+    if told.messages.is_empty() {
+        (journaled.conversation.messages, true)
+    } else {
+        (told.messages, true)
+    }
+}
+
+/// What the journal keeps of a thread.
+struct Journaled {
+    conversation: Conversation,
+    /// It has all the conversation: the newest run's input messages (the
+    /// client sends the whole thread each time) and, when that run has
+    /// ended, all its frames. False too when it keeps no run.
+    whole: bool,
+}
+
+/// What the journal keeps of the thread's `runs`. An older run whose
+/// frames or input are gone adds what it still has; the newest decides
+/// whether the journal tells the whole thread.
+async fn from_journal(found: &[Option<Found>]) -> Journaled {
+    let mut conversation = Conversation::default();
     let Some(last) = found.len().checked_sub(1) else {
         return Journaled {
             conversation,
             whole: false,
-            live: None,
         };
     };
-    let mut live = None;
     let mut whole = true;
-    for (n, run) in found.into_iter().enumerate() {
+    for (n, run) in found.iter().enumerate() {
         let newest = n == last;
         let Some(run) = run else {
             whole &= !newest;
             continue;
         };
-        let (input, ended) = match &run {
+        let (input, ended) = match run {
             Found::Here(log) => {
                 let input = log.identity().thread.as_ref().map(|t| t.input.clone());
                 (input.filter(|i| !i.is_empty()), log.is_finished())
@@ -215,10 +369,9 @@ async fn from_journal(state: &AppState, thread: &ThreadRef) -> Journaled {
             None => whole &= !newest,
         }
         if newest && !ended {
-            live = Some(run);
             continue;
         }
-        let read = match &run {
+        let read = match run {
             Found::Here(log) => log
                 .read_after(0)
                 .ok()
@@ -235,7 +388,6 @@ async fn from_journal(state: &AppState, thread: &ThreadRef) -> Journaled {
     Journaled {
         conversation,
         whole,
-        live,
     }
 }
 
@@ -253,8 +405,18 @@ async fn from_agent(
     let agent = ask.agent;
     let owner = ask.thread.owner_tag();
     let mut tasks = Vec::new();
+    // One element budget for everything the agent tells of the thread.
+    let mut elements = answer::MAX_ELEMENTS;
     if agent.endpoint().await.1 == A2aVersion::V10 {
-        tasks = listed(agent, ask.forwarded, ask.thread_id, limit, deadline).await;
+        tasks = listed(
+            agent,
+            ask.forwarded,
+            ask.thread_id,
+            limit,
+            deadline,
+            &mut elements,
+        )
+        .await;
         tasks.retain(|task| started_by(task, &owner));
     }
     if tasks.is_empty() {
@@ -277,7 +439,7 @@ async fn from_agent(
                 continue;
             };
             budget = budget.saturating_sub(answer.len());
-            if let Some(task) = result(&answer) {
+            if let Some(task) = result(&answer, &mut elements) {
                 tasks.push(task);
             }
         }
@@ -301,6 +463,7 @@ async fn listed(
     context: &str,
     limit: usize,
     deadline: tokio::time::Instant,
+    elements: &mut usize,
 ) -> Vec<Value> {
     let mut tasks = Vec::new();
     let mut page_token = String::new();
@@ -312,7 +475,7 @@ async fn listed(
             break;
         };
         budget = budget.saturating_sub(answer.len());
-        let Some(page) = result(&answer) else {
+        let Some(page) = result(&answer, elements) else {
             break;
         };
         if let Some(Value::Array(listed)) = page.get("tasks") {
@@ -340,9 +503,10 @@ pub(super) fn started_by(task: &Value, owner: &str) -> bool {
         .any(|id| ThreadRef::is_sent(id, owner))
 }
 
-/// A JSON-RPC answer's result (an error answer has none).
-pub(super) fn result(answer: &[u8]) -> Option<Value> {
-    let mut value: Value = serde_json::from_slice(answer).ok()?;
+/// A JSON-RPC answer's result (an error answer has none), parsed within
+/// `elements` (`upstream::answer`), which it spends.
+pub(super) fn result(answer: &[u8], elements: &mut usize) -> Option<Value> {
+    let mut value = answer::parse_within(answer, elements)?;
     match value.get_mut("result") {
         Some(result) if result.is_object() => Some(result.take()),
         _ => None,

@@ -10,12 +10,12 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::MAX_ID_BYTES;
-use super::replay::{result, started_by};
+use super::replay::{AGENT_DEADLINE, result, started_by};
 use crate::config::A2aVersion;
 use crate::journal::{CallerDigest, MAX_LISTED, Shelf, ThreadRef, ThreadSummary};
 use crate::state::AppState;
-use crate::upstream::Agent;
 use crate::upstream::outbound::{self, Forwarded};
+use crate::upstream::{Agent, answer};
 
 /// The caller's threads with `agent`.
 pub async fn threads(
@@ -66,10 +66,13 @@ async fn from_agent(
 ) -> Vec<ThreadSummary> {
     let limit = state.config.limits.max_event_bytes;
     let call = outbound::list_tasks(agent, forwarded, None, "").await;
-    let Some(page) = call
-        .answer(agent, limit)
-        .await
-        .and_then(|answer| result(&answer))
+    // A replay's deadline, not the agent's idle timeout: a page load waits
+    // on this list.
+    let answer = tokio::time::timeout(AGENT_DEADLINE, call.answer(agent, limit)).await;
+    let Some(page) = answer
+        .ok()
+        .flatten()
+        .and_then(|answer| result(&answer, &mut { answer::MAX_ELEMENTS }))
     else {
         return Vec::new();
     };

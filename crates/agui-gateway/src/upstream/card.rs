@@ -16,6 +16,10 @@ use super::target::base_url;
 use crate::config::{A2aVersion, Secret};
 use crate::signing::{Policy, Verdict};
 
+/// The JSON elements a card may hold: hundreds of skills with their
+/// examples are a few thousand.
+pub const CARD_ELEMENTS: usize = 1 << 15;
+
 /// What the gateway learned from the agent card.
 #[derive(Debug, Clone)]
 pub struct CardInfo {
@@ -201,8 +205,8 @@ impl Agent {
         }
         let headers = response.headers().clone();
         let body = self.read_body(response).await?;
-        Ok(serde_json::from_slice::<Value>(&body)
-            .ok()
+        // A card of 1 MiB of small numbers would be ~16 MB of `Value`s.
+        Ok(super::answer::parse(&body, CARD_ELEMENTS)
             .filter(Value::is_object)
             .map(|card| (card, headers)))
     }

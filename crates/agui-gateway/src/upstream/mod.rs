@@ -3,8 +3,10 @@
 //! (`card`), the bodies the gateway writes (`rpc`), where a request goes
 //! (`target`), which headers go (`forwarding`), how each call is built
 //! (`outbound`), the lean connection of converted streams (`lean`), its
-//! clients as its TLS files make them (`tls`).
+//! clients as its TLS files make them (`tls`), the answers it reads for
+//! its own use, bounded (`answer`).
 
+pub mod answer;
 mod card;
 pub mod credentials;
 pub mod forwarding;

@@ -23,6 +23,7 @@ use crate::config::Secret;
 use crate::edge::auth::{Principal, bearer_token};
 use crate::edge::error::ApiError;
 use crate::random::random_u64;
+use crate::upstream::answer::{Answer, Growing};
 use crate::upstream::credentials::TokenError;
 use crate::upstream::forwarding::{Caller, upstream_headers};
 use crate::upstream::target::{base_url, upstream_url};
@@ -449,8 +450,10 @@ pub async fn list_tasks(
 
 impl Outgoing {
     /// Sends the call and reads its whole answer, when it succeeds, within
-    /// `limit` bytes (checked as it arrives) and the agent's idle timeout.
-    pub async fn answer(self, agent: &Agent, limit: usize) -> Option<Vec<u8>> {
+    /// `limit` bytes and the budget of answers read at once
+    /// (`answer::Growing`, checked as it arrives) and the agent's idle
+    /// timeout.
+    pub async fn answer(self, agent: &Agent, limit: usize) -> Option<Answer> {
         let Outgoing {
             request,
             span,
@@ -466,14 +469,13 @@ impl Outgoing {
                 return None;
             }
             let mut body = response.bytes_stream();
-            let mut document = Vec::new();
+            let mut document = Growing::default();
             while let Some(chunk) = futures::StreamExt::next(&mut body).await {
-                document.extend_from_slice(&chunk.ok()?);
-                if document.len() > limit {
+                if !document.extend(&chunk.ok()?, limit) {
                     return None;
                 }
             }
-            Some(document)
+            Some(document.done())
         };
         tokio::time::timeout(agent.config.idle_timeout, read)
             .await

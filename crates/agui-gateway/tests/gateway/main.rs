@@ -19,6 +19,8 @@ mod frameworks;
 mod framing;
 mod grpc_upstream;
 mod hardening;
+mod hardening_answers;
+mod hardening_replays;
 mod ids;
 mod in_process;
 mod input;

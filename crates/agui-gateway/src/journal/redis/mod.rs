@@ -81,6 +81,7 @@ pub struct RunSpec {
 }
 
 /// A run as another replica finds it.
+#[derive(Clone)]
 pub struct RemoteRun {
     pub key: String,
     pub owner: Owner,

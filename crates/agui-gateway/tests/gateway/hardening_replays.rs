@@ -1,0 +1,290 @@
+//! Issue 37's thread-replay findings against the gateway (the release
+//! build under `scripts/test.sh`): a thread of 8 runs of ~900 KiB each
+//! (a 7.4 MB replay), then `connect` on it 300 times over HTTP/2 with a
+//! zero window, never read; and the same replays reset as soon as sent.
+
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use serde_json::json;
+use tokio::net::TcpStream;
+
+use crate::support::*;
+
+const RUNS: usize = 8;
+const MESSAGE_BYTES: usize = 900 << 10;
+const THREAD: &str = "big-thread";
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// CPU the process has used (user and system), from `/proc`.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    // utime and stime are fields 14 and 15, in clock ticks (100 a second).
+    let ticks: u64 = fields
+        .get(11..13)
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10)
+}
+
+/// The thread: `RUNS` runs, each adding one ~900 KiB user message, by
+/// the caller `who` (an `Authorization` value), or by an anonymous one.
+async fn big_thread(gw: &Process, who: Option<&str>) {
+    let client = client();
+    for run in 0..RUNS {
+        let content = format!("{run}{}", "x".repeat(MESSAGE_BYTES));
+        let input = json!({
+            "threadId": THREAD, "runId": format!("run-{run}"),
+            "messages": [{ "id": format!("user-{run}"), "role": "user", "content": content }],
+            "tools": [], "context": [], "state": {}, "forwardedProps": {},
+        });
+        let mut request = client.post(format!("{}/agui", gw.url())).json(&input);
+        if let Some(who) = who {
+            request = request.header("authorization", who);
+        }
+        let answer = request.send().await.unwrap();
+        assert_eq!(answer.status(), 200);
+        let text = answer.text().await.unwrap();
+        assert!(text.contains("RUN_FINISHED"), "{text}");
+    }
+}
+
+fn connect_request(port: u16) -> axum::http::Request<()> {
+    axum::http::Request::post(format!("http://127.0.0.1:{port}/agui/connect"))
+        .header("content-type", "application/json")
+        .body(())
+        .unwrap()
+}
+
+fn connect_body() -> Bytes {
+    Bytes::from(json!({ "threadId": THREAD }).to_string())
+}
+
+/// An HTTP/2 connection whose streams get no window: the gateway can send
+/// them heads, never data.
+async fn zero_window(port: u16) -> h2::client::SendRequest<Bytes> {
+    let tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let (client, connection) = h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake::<_, Bytes>(tcp)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hardening_unread_thread_replays_hold_one_copy_within_budgets() {
+    let (upstream, _fake) = fake_upstream().await;
+    let gw = gateway_for(&format!("http://{upstream}/"), &[]);
+    big_thread(&gw, None).await;
+    let pid = gw.child.id();
+
+    // One replay read out: the whole thread, as before.
+    let whole = client()
+        .post(format!("{}/agui/connect", gw.url()))
+        .json(&json!({ "threadId": THREAD }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(whole.status(), 200);
+    let whole = whole.text().await.unwrap();
+    assert!(whole.len() > RUNS * MESSAGE_BYTES, "{} bytes", whole.len());
+    let events = agui_events(&whole);
+    let snapshot = events
+        .iter()
+        .find(|e| e["type"] == "MESSAGES_SNAPSHOT")
+        .expect("a snapshot");
+    let users = snapshot["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .count();
+    assert_eq!(users, RUNS);
+    assert_valid_run(&events);
+
+    let before = rss_kib(pid);
+    // 300 replays over 3 connections (100 streams each), never read.
+    let mut held = Vec::new();
+    let mut statuses = std::collections::BTreeMap::<u16, usize>::new();
+    for _ in 0..3 {
+        let mut client = zero_window(gw.port).await;
+        for _ in 0..100 {
+            client = client.ready().await.unwrap();
+            let (response, mut send) = client
+                .send_request(connect_request(gw.port), false)
+                .unwrap();
+            send.send_data(connect_body(), true).unwrap();
+            let response = tokio::time::timeout(Duration::from_secs(20), response)
+                .await
+                .expect("a head within 20 s")
+                .unwrap();
+            *statuses.entry(response.status().as_u16()).or_default() += 1;
+            held.push(response);
+        }
+        // The connection lives while its streams are held.
+        drop(client);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let grown = rss_kib(pid).saturating_sub(before);
+    eprintln!("300 unread replays of a 7.4 MB thread: statuses {statuses:?}, RSS +{grown} KiB");
+    assert!(grown < 64 << 10, "RSS grew {grown} KiB");
+    // Some are served (the reader's budget), the rest told to read first.
+    assert!(
+        statuses.get(&200).copied().unwrap_or(0) >= 4,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.get(&200).copied().unwrap_or(0) + statuses.get(&429).copied().unwrap_or(0),
+        300,
+        "{statuses:?}"
+    );
+    drop(held);
+
+    // Another caller (an address of its own) is not refused for it.
+    let other = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .unwrap()
+        .post(format!("{}/agui/connect", gw.url()))
+        .json(&json!({ "threadId": THREAD }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hardening_repeated_replays_of_a_thread_are_not_rebuilt() {
+    let (upstream, _fake) = fake_upstream().await;
+    let gw = gateway_for(&format!("http://{upstream}/"), &[]);
+    big_thread(&gw, None).await;
+    let pid = gw.child.id();
+    let first = client()
+        .post(format!("{}/agui/connect", gw.url()))
+        .json(&json!({ "threadId": THREAD }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(first.status(), 200);
+    drop(first);
+
+    // 300 replays, each reset as soon as its head arrives.
+    let cpu = cpu_time(pid);
+    let started = Instant::now();
+    let mut client = zero_window(gw.port).await;
+    for _ in 0..300 {
+        client = client.ready().await.unwrap();
+        let (response, mut send) = client
+            .send_request(connect_request(gw.port), false)
+            .unwrap();
+        send.send_data(connect_body(), true).unwrap();
+        let response = tokio::time::timeout(Duration::from_secs(20), response)
+            .await
+            .expect("a head within 20 s")
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        drop(response);
+    }
+    let spent = cpu_time(pid).saturating_sub(cpu);
+    eprintln!(
+        "300 reset replays: gateway CPU {spent:?} in {:?}",
+        started.elapsed()
+    );
+    // Building this replay costs ~10 ms; a cached one, a look-up.
+    assert!(spent < Duration::from_millis(1000), "CPU {spent:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hardening_unread_copilotkit_replays_and_message_lists_hold_one_copy() {
+    const ALICE: &str = "Bearer alice";
+    let (upstream, _fake) = fake_upstream().await;
+    let gw = gateway_for(&format!("http://{upstream}/"), &[]);
+    big_thread(&gw, Some(ALICE)).await;
+    let pid = gw.child.id();
+    let port = gw.port;
+    let connect = || {
+        axum::http::Request::post(format!(
+            "http://127.0.0.1:{port}/copilotkit/agent/default/connect"
+        ))
+        .header("content-type", "application/json")
+        .header("authorization", ALICE)
+        .body(())
+        .unwrap()
+    };
+    let listing = || {
+        axum::http::Request::get(format!(
+            "http://127.0.0.1:{port}/copilotkit/threads/{THREAD}/messages?agentId=default"
+        ))
+        .header("authorization", ALICE)
+        .body(())
+        .unwrap()
+    };
+    let input = Bytes::from(
+        json!({ "threadId": THREAD, "runId": "reload", "messages": [], "tools": [],
+            "context": [], "state": {}, "forwardedProps": {} })
+        .to_string(),
+    );
+    // One of each read out: the whole thread.
+    let whole = client()
+        .get(format!(
+            "{}/copilotkit/threads/{THREAD}/messages?agentId=default",
+            gw.url()
+        ))
+        .header("authorization", ALICE)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(whole.len() > RUNS * MESSAGE_BYTES, "{} bytes", whole.len());
+    let before = rss_kib(pid);
+    let mut held = Vec::new();
+    let mut statuses = std::collections::BTreeMap::<(&str, u16), usize>::new();
+    for (what, connects) in [("connect", true), ("messages", false)] {
+        let mut client = zero_window(port).await;
+        for _ in 0..100 {
+            client = client.ready().await.unwrap();
+            let response = if connects {
+                let (response, mut send) = client.send_request(connect(), false).unwrap();
+                send.send_data(input.clone(), true).unwrap();
+                response
+            } else {
+                client.send_request(listing(), true).unwrap().0
+            };
+            let response = tokio::time::timeout(Duration::from_secs(20), response)
+                .await
+                .expect("a head within 20 s")
+                .unwrap();
+            *statuses
+                .entry((what, response.status().as_u16()))
+                .or_default() += 1;
+            held.push(response);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let grown = rss_kib(pid).saturating_sub(before);
+    eprintln!("200 unread CopilotKit replays and message lists: {statuses:?}, RSS +{grown} KiB");
+    assert!(grown < 64 << 10, "RSS grew {grown} KiB");
+    for what in ["connect", "messages"] {
+        let served = statuses.get(&(what, 200)).copied().unwrap_or(0);
+        let refused = statuses.get(&(what, 429)).copied().unwrap_or(0);
+        assert_eq!(served + refused, 100, "{statuses:?}");
+    }
+}
