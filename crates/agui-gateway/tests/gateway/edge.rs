@@ -231,16 +231,6 @@ pub async fn raw(addr: SocketAddr, request: &str) -> (u16, String, String) {
     (status, head.to_owned(), body.to_owned())
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 /// The gateway on a given port (its own address is in its configuration).
 pub fn gateway_on(port: u16, args: &[&str]) -> Process {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_agui-gateway"));

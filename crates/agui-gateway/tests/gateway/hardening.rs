@@ -217,17 +217,6 @@ async fn run_of(gw: &Process, agent: &str) -> String {
         .unwrap()
 }
 
-fn peak_rss_mib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(0)
-        / 1024
-}
-
 #[tokio::test]
 async fn a_state_patch_that_doubles_itself_stops_at_the_bound() {
     let (up, _recorder) = hostile_agent().await;

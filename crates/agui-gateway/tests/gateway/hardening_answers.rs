@@ -85,15 +85,6 @@ async fn answer(State(mode): State<Mode>, body: Bytes) -> Response {
         .into_response()
 }
 
-fn peak_rss_mib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())
-        .map_or(0, |kib| kib >> 10)
-}
-
 async fn list_threads(gw: &Process) -> Value {
     client()
         .get(format!("{}/copilotkit/threads?agentId=default", gw.url()))

@@ -15,32 +15,6 @@ const RUNS: usize = 8;
 const MESSAGE_BYTES: usize = 900 << 10;
 const THREAD: &str = "big-thread";
 
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
-/// CPU the process has used (user and system), from `/proc`.
-fn cpu_time(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    // utime and stime are fields 14 and 15, in clock ticks (100 a second).
-    let ticks: u64 = fields
-        .get(11..13)
-        .into_iter()
-        .flatten()
-        .filter_map(|f| f.parse::<u64>().ok())
-        .sum();
-    Duration::from_millis(ticks * 10)
-}
-
 /// The thread: `RUNS` runs, each adding one ~900 KiB user message, by
 /// the caller `who` (an `Authorization` value), or by an anonymous one.
 async fn big_thread(gw: &Process, who: Option<&str>) {
@@ -87,6 +61,25 @@ async fn zero_window(port: u16) -> h2::client::SendRequest<Bytes> {
     client
 }
 
+/// Sends `request` (and its `body`) on `client`; its head, within 20 s.
+async fn head_of(
+    client: &mut h2::client::SendRequest<Bytes>,
+    request: axum::http::Request<()>,
+    body: Option<Bytes>,
+) -> axum::http::Response<h2::RecvStream> {
+    let mut ready = client.clone().ready().await.unwrap();
+    let (response, send) = ready.send_request(request, body.is_none()).unwrap();
+    if let Some(body) = body {
+        let mut send = send;
+        send.send_data(body, true).unwrap();
+    }
+    *client = ready;
+    tokio::time::timeout(Duration::from_secs(20), response)
+        .await
+        .expect("a head within 20 s")
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hardening_unread_thread_replays_hold_one_copy_within_budgets() {
     let (upstream, _fake) = fake_upstream().await;
@@ -125,15 +118,8 @@ async fn hardening_unread_thread_replays_hold_one_copy_within_budgets() {
     for _ in 0..3 {
         let mut client = zero_window(gw.port).await;
         for _ in 0..100 {
-            client = client.ready().await.unwrap();
-            let (response, mut send) = client
-                .send_request(connect_request(gw.port), false)
-                .unwrap();
-            send.send_data(connect_body(), true).unwrap();
-            let response = tokio::time::timeout(Duration::from_secs(20), response)
-                .await
-                .expect("a head within 20 s")
-                .unwrap();
+            let response =
+                head_of(&mut client, connect_request(gw.port), Some(connect_body())).await;
             *statuses.entry(response.status().as_u16()).or_default() += 1;
             held.push(response);
         }
@@ -189,15 +175,7 @@ async fn hardening_repeated_replays_of_a_thread_are_not_rebuilt() {
     let started = Instant::now();
     let mut client = zero_window(gw.port).await;
     for _ in 0..300 {
-        client = client.ready().await.unwrap();
-        let (response, mut send) = client
-            .send_request(connect_request(gw.port), false)
-            .unwrap();
-        send.send_data(connect_body(), true).unwrap();
-        let response = tokio::time::timeout(Duration::from_secs(20), response)
-            .await
-            .expect("a head within 20 s")
-            .unwrap();
+        let response = head_of(&mut client, connect_request(gw.port), Some(connect_body())).await;
         assert_eq!(response.status(), 200);
         drop(response);
     }
@@ -260,18 +238,11 @@ async fn hardening_unread_copilotkit_replays_and_message_lists_hold_one_copy() {
     for (what, connects) in [("connect", true), ("messages", false)] {
         let mut client = zero_window(port).await;
         for _ in 0..100 {
-            client = client.ready().await.unwrap();
             let response = if connects {
-                let (response, mut send) = client.send_request(connect(), false).unwrap();
-                send.send_data(input.clone(), true).unwrap();
-                response
+                head_of(&mut client, connect(), Some(input.clone())).await
             } else {
-                client.send_request(listing(), true).unwrap().0
+                head_of(&mut client, listing(), None).await
             };
-            let response = tokio::time::timeout(Duration::from_secs(20), response)
-                .await
-                .expect("a head within 20 s")
-                .unwrap();
             *statuses
                 .entry((what, response.status().as_u16()))
                 .or_default() += 1;

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::support::{
     CuttableProxy, Process, agent, agui_events, assert_valid_run, client, fake_upstream, gateway,
-    gateway_for, metrics_of, received_by, text_of,
+    gateway_for, metrics_of, received_by, rss_kib, text_of,
 };
 
 /// Frames of an SSE body without keep-alive comments.
@@ -402,16 +402,6 @@ async fn the_resumable_client_package_recovers_a_cut_run_with_every_client() {
     }
 }
 
-/// The gateway's resident memory, from `/proc`.
-fn rss_kib(process: &Process) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", process.child.id())).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
-
 /// A series' value, summed over its labels (none, or the agent's).
 fn gauge(metrics: &str, name: &str) -> u64 {
     let values: Vec<u64> = metrics
@@ -462,7 +452,7 @@ async fn the_journal_stays_within_its_bounds_over_a_thousand_runs() {
     for _ in 0..50 {
         run("fixed").await.unwrap().text().await.unwrap();
     }
-    let baseline = rss_kib(&gw);
+    let baseline = rss_kib(gw.child.id());
     let mut settled = Vec::new();
     for round in 1..=2 {
         let started = Instant::now();
@@ -493,7 +483,7 @@ async fn the_journal_stays_within_its_bounds_over_a_thousand_runs() {
             }
         }
         let elapsed = started.elapsed();
-        let peak = rss_kib(&gw);
+        let peak = rss_kib(gw.child.id());
         // The detached runs end (a drip lasts 1.6 s), every run expires
         // (1 s), and the next run sweeps.
         tokio::time::sleep(Duration::from_millis(3_500)).await;
@@ -501,7 +491,7 @@ async fn the_journal_stays_within_its_bounds_over_a_thousand_runs() {
         let metrics = metrics_of(&gw).await;
         let runs = gauge(&metrics, "agui_gateway_journal_runs");
         let bytes = gauge(&metrics, "agui_gateway_journal_bytes");
-        let after = rss_kib(&gw);
+        let after = rss_kib(gw.child.id());
         eprintln!(
             "soak round {round}: 1,000 runs in {elapsed:?}; RSS {baseline} KiB before any, {peak} KiB after, {after} KiB once expired; journal {runs} runs, {bytes} bytes"
         );
