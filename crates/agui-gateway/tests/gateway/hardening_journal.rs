@@ -302,3 +302,102 @@ async fn the_redis_journal_stays_within_journal_max_bytes() {
     assert_eq!(assert_valid_run(&events)["type"], "RUN_FINISHED");
     assert_eq!(events[0]["runId"], "run-119");
 }
+
+/// The order finding 5's bound evicts in, on a real redis-server through
+/// the journal's own calls: the oldest finished run goes first, a run still
+/// going is never dropped, and a write there is no room for is refused
+/// (its run then stops being shared) rather than passing the bound.
+#[tokio::test]
+async fn the_redis_journal_drops_the_oldest_finished_runs_and_never_a_live_one() {
+    use agui_gateway::journal::JournalLimits;
+    use agui_gateway::journal::redis::{Appended, Chunk, RedisJournal};
+    const MAX_BYTES: usize = 360 << 10;
+    let server = redis_server();
+    let mut redis = redis_of(&server).await;
+    let url = url::Url::parse(&format!("redis://127.0.0.1:{}/", server.port)).unwrap();
+    let limits = JournalLimits {
+        max_bytes: MAX_BYTES,
+        ..JournalLimits::default()
+    };
+    let journal = RedisJournal::connect(&url, "gw".to_owned(), &limits)
+        .await
+        .unwrap();
+    let (identity, spec) = crate::replicas::plain_run();
+    static FRAMES: [u8; 100 << 10] = [b'f'; 100 << 10];
+    let frames: &'static [u8] = &FRAMES;
+    // Each run: one entry of 100 KiB, finished or not; three fit.
+    let run = |key: &'static str, out: &'static [u8], terminal: bool| {
+        let (journal, identity, spec) = (&journal, &identity, &spec);
+        async move {
+            journal.open(key, identity, spec).await.unwrap();
+            let chunk = Chunk {
+                first: 1,
+                last: 1,
+                out,
+                input: b"",
+                terminal,
+                task: None,
+            };
+            journal.append(key, chunk).await.unwrap()
+        }
+    };
+    let counted = |redis: &mut redis::aio::MultiplexedConnection| {
+        let mut redis = redis.clone();
+        async move {
+            let bytes: usize = redis::cmd("GET")
+                .arg("agui-gateway:journal:bytes")
+                .query_async(&mut redis)
+                .await
+                .unwrap();
+            bytes
+        }
+    };
+    assert_eq!(
+        run("000000000000000a", frames, true).await,
+        Appended::Written
+    );
+    assert_eq!(
+        run("000000000000000b", frames, false).await,
+        Appended::Written
+    );
+    assert_eq!(
+        run("000000000000000c", frames, true).await,
+        Appended::Written
+    );
+    assert_eq!(
+        run("000000000000000d", frames, true).await,
+        Appended::Written
+    );
+    assert!(counted(&mut redis).await <= MAX_BYTES);
+    assert!(journal.find("000000000000000a").await.unwrap().is_none());
+    for kept in ["000000000000000b", "000000000000000c", "000000000000000d"] {
+        assert!(journal.find(kept).await.unwrap().is_some(), "{kept}");
+    }
+    // Past the live run, the oldest finished one goes.
+    assert_eq!(
+        run("000000000000000e", frames, false).await,
+        Appended::Written
+    );
+    assert!(journal.find("000000000000000b").await.unwrap().is_some());
+    assert!(journal.find("000000000000000c").await.unwrap().is_none());
+    assert!(counted(&mut redis).await <= MAX_BYTES);
+    // 300 KiB more for a live run: only live runs would be left to drop.
+    let more = Chunk {
+        first: 2,
+        last: 2,
+        out: &frames[..0],
+        input: &vec![b'i'; 300 << 10],
+        terminal: false,
+        task: None,
+    };
+    assert_eq!(
+        journal.append("000000000000000b", more).await.unwrap(),
+        Appended::NoRoom
+    );
+    assert!(counted(&mut redis).await <= MAX_BYTES);
+    assert_eq!(
+        journal.all_entries("000000000000000b").await.unwrap().len(),
+        1
+    );
+    assert!(journal.find("000000000000000e").await.unwrap().is_some());
+}

@@ -181,11 +181,20 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// The longest a thread's keys are kept, whatever the configuration says
+/// (Redis refuses an expiry past its clock's range).
+const LONGEST_THREAD: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
 impl RedisJournal {
     /// How long the journal's bookkeeping lives after its last write: as
     /// long as any run it counts.
     fn keep(&self) -> u64 {
-        millis(LIVE_TTL + self.limits.ttl)
+        millis(LIVE_TTL.saturating_add(self.limits.ttl))
+    }
+
+    /// How long a thread's keys live after its last run, in ms.
+    fn thread_lifetime(&self) -> u64 {
+        millis(self.limits.thread_lifetime().min(LONGEST_THREAD))
     }
 }
 
@@ -262,7 +271,7 @@ impl RedisJournal {
                 .arg(format!("{}\t{key}", thread.run_id))
                 .arg(&thread.id)
                 .arg(unix_ms())
-                .arg(millis(self.limits.thread_lifetime()))
+                .arg(self.thread_lifetime())
                 .arg(RUNS_PER_THREAD)
                 .arg(MAX_LISTED)
                 .arg(MAX_THREADS);

@@ -132,7 +132,7 @@ fn open() -> String {
          count(ARGV[1], need, total, ARGV[7]) \
          if #ARGV < 19 then return 1 end \
          redis.call('hset', KEYS[1], 'input', input) \
-         local ref, now, life = ARGV[11], tonumber(ARGV[15]), ARGV[16] \
+         local ref, now, life = ARGV[11], ARGV[15], ARGV[16] \
          local t = P .. 'thread:' .. ref \
          redis.call('lpush', t, ARGV[13]) \
          redis.call('ltrim', t, 0, tonumber(ARGV[17]) - 1) \
@@ -142,7 +142,7 @@ fn open() -> String {
          redis.call('pexpire', t .. ':info', life) \
          redis.call('pexpire', t .. ':tasks', life) \
          local shelf = P .. 'threads:' .. ARGV[12] \
-         local gone_before = now - tonumber(life) \
+         local gone_before = tonumber(now) - tonumber(life) \
          redis.call('zadd', shelf, now, ref) \
          redis.call('zremrangebyscore', shelf, '-inf', '(' .. gone_before) \
          for _, old in ipairs(redis.call('zrange', shelf, 0, -tonumber(ARGV[18]) - 1)) do forget(old) end \
