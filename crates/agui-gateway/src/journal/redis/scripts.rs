@@ -56,7 +56,10 @@ pub(super) fn entry_cost(values: &[&[u8]]) -> usize {
 /// are skipped: they are at most the replicas' `max_streams`).
 const SCAN: usize = 4096;
 
-/// The functions the bounded scripts share.
+/// The functions the bounded scripts share. `room` drops spent runs only
+/// while the bound needs it; with `tidy` (each open) it first drops the
+/// two oldest runs if they expired, so that runs which expire unevicted do
+/// not pile up in the bookkeeping (each counts until it is dropped).
 fn bounds() -> String {
     format!(
         "local P = '{PREFIX}' \
@@ -73,10 +76,12 @@ fn bounds() -> String {
            redis.call('zrem', RUNS, run) \
            return size \
          end \
-         local function room(need, max, keep) \
+         local function room(need, max, keep, tidy) \
            local total = tonumber(redis.call('get', TOTAL)) or 0 \
-           for _, run in ipairs(redis.call('zrange', RUNS, 0, 1)) do \
-             if redis.call('exists', P .. 'run:' .. run) == 0 then total = total - drop(run) end \
+           if tidy then \
+             for _, run in ipairs(redis.call('zrange', RUNS, 0, 1)) do \
+               if redis.call('exists', P .. 'run:' .. run) == 0 then total = total - drop(run) end \
+             end \
            end \
            local at, looked = 0, 0 \
            while total + need > max and looked < {SCAN} do \
@@ -124,7 +129,7 @@ fn open() -> String {
         "{} \
          local input = ARGV[10] or '' \
          local need = tonumber(ARGV[9]) \
-         local total = room(need, tonumber(ARGV[8]), ARGV[7]) \
+         local total = room(need, tonumber(ARGV[8]), ARGV[7], true) \
          if not total then return 0 end \
          redis.call('hset', KEYS[1], 'owner', ARGV[3], 'spec', ARGV[4]) \
          redis.call('pexpire', KEYS[1], ARGV[6]) \
@@ -175,7 +180,7 @@ fn append() -> String {
          if #top > 0 then last = tonumber(string.match(top[1][1], '^0%-(%d+)$')) or -1 end \
          if last + 1 ~= tonumber(ARGV[2]) then return -1 end \
          local need = tonumber(ARGV[12]) \
-         local total = room(need, tonumber(ARGV[11]), ARGV[13]) \
+         local total = room(need, tonumber(ARGV[11]), ARGV[13], false) \
          if not total then return -2 end \
          redis.call('xadd', KEYS[2], '0-' .. ARGV[3], 'f', ARGV[2], 'o', ARGV[4], 'i', ARGV[5], 't', ARGV[6]) \
          count(ARGV[10], need, total, ARGV[13]) \
