@@ -112,6 +112,9 @@ error_codes! {
     InvalidRequest = "INVALID_REQUEST", Client;
     /// The body is not a usable AG-UI `RunAgentInput`.
     InvalidRunInput = "INVALID_RUN_INPUT", Client;
+    /// An identifier the client sent (a thread, run, message or tool call
+    /// id, an interrupt id, a tool or agent name) is longer than 1 KiB.
+    IdTooLong = "ID_TOO_LONG", Client;
     /// A reconnect (`Last-Event-ID`) names an event the gateway does not
     /// keep: the run cannot be continued from it.
     RunNotResumable = "RUN_NOT_RESUMABLE", Gateway;

@@ -58,6 +58,6 @@ pub use messages::{
     FunctionCall, MAX_CALLS, MAX_MESSAGE_BYTES, MAX_MESSAGES, Message, MessageFold, ToolCall,
 };
 pub use pipeline::{StreamConverter, convert_recording, looks_like_sse};
-pub use read::{A2aMessage, ErrorReport, FileRef, PartBody, error_report, part_body};
+pub use read::{A2aMessage, ErrorReport, FileRef, MAX_ID_BYTES, PartBody, error_report, part_body};
 pub use sse::{DEFAULT_MAX_EVENT_BYTES, SseError, SseEvent, SseParser};
 pub use state::{RunState, TaskState};

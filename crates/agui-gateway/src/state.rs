@@ -173,6 +173,8 @@ impl AppState {
     }
 
     pub fn named(&self, name: &str) -> Result<Arc<Agent>, ApiError> {
+        // Echoed in the 404: an identifier like any other.
+        crate::edge::error::bounded_id("the agent name", name)?;
         self.agents.get(name).cloned().ok_or_else(|| {
             ApiError::not_found(ErrorCode::UnknownAgent, format!("no agent named {name:?}"))
         })

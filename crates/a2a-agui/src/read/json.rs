@@ -12,8 +12,10 @@ pub(crate) fn text<'a>(obj: &'a Object, key: &str) -> Option<&'a str> {
 /// The longest id read (task, context, message, artifact, tool call). An
 /// agent's ids are short; a longer one is read as no id at all, because
 /// each id is copied into many events and remembered per run: a 16 MiB
-/// id would turn every small event into a 16 MiB one.
-pub(crate) const MAX_ID_BYTES: usize = 1024;
+/// id would turn every small event into a 16 MiB one. The gateway holds
+/// a client's ids (thread, run, message, tool call ids, names) to the same
+/// bound.
+pub const MAX_ID_BYTES: usize = 1024;
 
 /// An id: a string of at most [`MAX_ID_BYTES`].
 pub(crate) fn id<'a>(obj: &'a Object, key: &str) -> Option<&'a str> {

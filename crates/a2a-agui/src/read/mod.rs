@@ -35,6 +35,7 @@ pub(crate) use adk::state_delta;
 pub(crate) use hector::EventName;
 pub(crate) use hints::{MessageNote, message_notes, without_commands};
 pub(crate) use hints::{commands, is_empty_value};
+pub use json::MAX_ID_BYTES;
 pub(crate) use json::Object;
 pub use part::{FileRef, PartBody, part_body};
 pub(crate) use said::one_line;

@@ -14,7 +14,7 @@ use a2a_agui::{AguiVersion, ErrorCode, TaskState, agent_tool_call_id};
 use serde_json::{Map, Value};
 
 use super::extension::{self, Carried};
-use super::parts;
+use super::{bounds, parts};
 use crate::edge::error::ApiError;
 use crate::state::ThreadMemory;
 use crate::upstream::{OutgoingMessage, OutgoingPart};
@@ -126,6 +126,7 @@ fn invalid(message: impl Into<String>) -> ApiError {
 pub fn parse(body: &[u8]) -> Result<RunInput, ApiError> {
     let input: Value = serde_json::from_slice(body)
         .map_err(|err| invalid(format!("the body is not JSON: {err}")))?;
+    bounds::check(&input)?;
     let text = |key: &str| {
         input
             .get(key)

@@ -7,6 +7,8 @@
 //! - `input`: what is new since the agent last spoke is sent, once; tool
 //!   messages as tool results; `resume` answers the waiting task or
 //!   cancels it.
+//! - `bounds`: every identifier within 1 KiB, every list within 4,096
+//!   entries, before anything of the input is kept, sent or echoed.
 //! - `extension`: tools, state, context, instructions and the rest of
 //!   `forwardedProps` travel in the message metadata.
 //! - A thread whose task waits (for input, or for the client's tools)
@@ -17,6 +19,7 @@
 //!   multimodal-interaction seed's user, device, location, …) and
 //!   `forwardedProps.a2a.extensions` activates A2A extensions.
 
+mod bounds;
 pub mod extension;
 pub mod input;
 mod parts;

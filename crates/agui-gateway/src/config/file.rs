@@ -442,14 +442,21 @@ fn journal_config(
     if let Some(value) = &limits.journal_max_bytes {
         bounds.max_bytes = positive(value, "journal_max_bytes")?;
     }
-    if let Some(value) = &limits.journal_ttl_secs {
+    let seconds = |value: &Spanned<u64>, key: &str| {
         if *value.get_ref() == 0 {
-            return Err(at(
+            Err(at(
                 value.span(),
-                "limits.journal_ttl_secs: must be at least 1".to_owned(),
-            ));
+                format!("limits.{key}: must be at least 1"),
+            ))
+        } else {
+            Ok(Duration::from_secs(*value.get_ref()))
         }
-        bounds.ttl = Duration::from_secs(*value.get_ref());
+    };
+    if let Some(value) = &limits.journal_ttl_secs {
+        bounds.ttl = seconds(value, "journal_ttl_secs")?;
+    }
+    if let Some(value) = &limits.journal_thread_ttl_secs {
+        bounds.thread_ttl = seconds(value, "journal_thread_ttl_secs")?;
     }
     Ok(journal)
 }

@@ -68,6 +68,18 @@ pub struct JournalLimits {
     pub max_bytes: usize,
     /// How long a finished run can still be resumed or connected to.
     pub ttl: Duration,
+    /// How long a thread is remembered after its last run (its id, for
+    /// its caller's list; the tasks its runs named, for a replay from the
+    /// agent), in memory and in Redis alike; never less than `ttl`.
+    pub thread_ttl: Duration,
+}
+
+impl JournalLimits {
+    /// How long a thread's record lives after its last run: `thread_ttl`,
+    /// and at least as long as that run can be connected to.
+    pub fn thread_lifetime(&self) -> Duration {
+        self.thread_ttl.max(self.ttl)
+    }
 }
 
 impl Default for JournalLimits {
@@ -77,6 +89,7 @@ impl Default for JournalLimits {
             max_run_bytes: 1 << 20,
             max_bytes: 64 << 20,
             ttl: Duration::from_secs(300),
+            thread_ttl: Duration::from_secs(7 * 24 * 3600),
         }
     }
 }

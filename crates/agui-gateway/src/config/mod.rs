@@ -32,6 +32,7 @@
 //! journal_max_run_bytes = 1048576
 //! journal_max_bytes = 67108864
 //! journal_ttl_secs = 300
+//! journal_thread_ttl_secs = 604800
 //!
 //! [cors]                                      # browser access; off without origins
 //! allow_origins = ["https://app.example.com", "https://*.example.com", "http://localhost:*"]

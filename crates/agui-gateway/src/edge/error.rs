@@ -2,7 +2,7 @@
 //! Once a converted stream is open, failures travel as `RUN_ERROR` events
 //! instead (see `relay`): AG-UI clients report those as a failed run.
 
-use a2a_agui::ErrorCode;
+use a2a_agui::{ErrorCode, MAX_ID_BYTES};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -41,10 +41,30 @@ impl ApiError {
         ApiError::new(StatusCode::NOT_FOUND, code, message)
     }
 
+    /// An identifier the client sent is longer than [`MAX_ID_BYTES`]:
+    /// `field` says which (`threadId`, `messages[3].id`, …).
+    pub fn id_too_long(field: &str) -> ApiError {
+        ApiError::bad_request(
+            ErrorCode::IdTooLong,
+            format!("{field} is longer than {MAX_ID_BYTES} bytes"),
+        )
+    }
+
     /// The gateway refuses new work (busy, draining); a retry may succeed.
     pub fn unavailable(code: ErrorCode, message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
     }
+}
+
+/// `id` when it is at most [`MAX_ID_BYTES`] long (the converter's bound on
+/// an agent's ids), else `ID_TOO_LONG` naming `field`. Every identifier a
+/// client sends is held to it before it is kept, sent or listed: each is
+/// echoed in events, remembered per thread, sent upstream.
+pub fn bounded_id<'a>(field: &str, id: &'a str) -> Result<&'a str, ApiError> {
+    if id.len() > MAX_ID_BYTES {
+        return Err(ApiError::id_too_long(field));
+    }
+    Ok(id)
 }
 
 impl IntoResponse for ApiError {

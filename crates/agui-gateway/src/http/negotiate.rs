@@ -6,7 +6,7 @@ use a2a_agui::{A2aMessage, ErrorCode, OutputFormat, PartBody, part_body};
 use axum::http::{HeaderMap, Method, header};
 use serde_json::Value;
 
-use crate::edge::error::ApiError;
+use crate::edge::error::{ApiError, bounded_id};
 use crate::random::random_u64;
 use crate::upstream::{OutgoingMessage, OutgoingPart};
 
@@ -74,6 +74,9 @@ pub fn negotiate(method: &Method, path: &str, body: &[u8]) -> Result<Negotiated,
         || path.ends_with("message:send")
         || path.ends_with(":subscribe")
     {
+        if let Ok(json) = serde_json::from_slice::<Value>(body) {
+            a2a_ids(&json)?;
+        }
         return Ok(Negotiated::Forward);
     }
     if body.iter().all(u8::is_ascii_whitespace) {
@@ -87,6 +90,7 @@ pub fn negotiate(method: &Method, path: &str, body: &[u8]) -> Result<Negotiated,
     }
     let json: Value = serde_json::from_slice(body)
         .map_err(|e| bad(format!("the request body is not JSON: {e}")))?;
+    a2a_ids(&json)?;
     if let Some(rpc_method) = json.get("method").and_then(Value::as_str) {
         return Ok(
             if STREAMING_METHODS.contains(&rpc_method) || SEND_METHODS.contains(&rpc_method) {
@@ -115,6 +119,31 @@ pub fn negotiate(method: &Method, path: &str, body: &[u8]) -> Result<Negotiated,
                 .to_owned(),
         )),
     }
+}
+
+/// The identifiers of a converted call (its message's, the task it
+/// subscribes to), each within `MAX_ID_BYTES`: the agent is sent them and
+/// echoes them in every event, where the converter would read a longer one
+/// as none.
+fn a2a_ids(json: &Value) -> Result<(), ApiError> {
+    let message = json
+        .get("request")
+        .or_else(|| json.get("message"))
+        .or_else(|| json.pointer("/params/message"));
+    for key in ["messageId", "contextId", "taskId"] {
+        if let Some(id) = message.and_then(|m| m.get(key)).and_then(Value::as_str) {
+            bounded_id(&format!("the message's {key}"), id)?;
+        }
+    }
+    for key in ["id", "name"] {
+        if let Some(id) = json
+            .pointer(&format!("/params/{key}"))
+            .and_then(Value::as_str)
+        {
+            bounded_id(&format!("params.{key}"), id)?;
+        }
+    }
+    Ok(())
 }
 
 /// The seed's message, in any shape the converter's reader knows (0.3
@@ -192,6 +221,25 @@ mod tests {
             a2a_part(&json!({ "data": { "data": { "k": 1 } } })).unwrap(),
             OutgoingPart::Data(d) if d == json!({ "k": 1 })
         ));
+    }
+
+    #[test]
+    fn a_converted_call_s_ids_are_bounded() {
+        let long = "x".repeat(a2a_agui::MAX_ID_BYTES + 1);
+        let post = Method::POST;
+        for body in [
+            json!({ "request": { "role": "user", "contextId": long, "parts": [{ "text": "x" }] } }),
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": { "message":
+                { "role": "user", "messageId": long, "parts": [{ "text": "x" }] } } }),
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "tasks/resubscribe", "params": { "id": long } }),
+        ] {
+            let body = body.to_string();
+            let err = negotiate(&post, "/", body.as_bytes()).err().unwrap();
+            assert_eq!(err.code, ErrorCode::IdTooLong, "{body:.80}");
+        }
+        let rest = json!({ "message": { "role": "ROLE_USER", "taskId": long } }).to_string();
+        let err = negotiate(&post, "/message:stream", rest.as_bytes()).err();
+        assert_eq!(err.map(|e| e.code), Some(ErrorCode::IdTooLong));
     }
 
     #[test]

@@ -95,7 +95,7 @@ impl MemoryJournal {
                 index: Mutex::new(Index {
                     runs: HashMap::new(),
                     order: VecDeque::new(),
-                    threads: ThreadBook::default(),
+                    threads: ThreadBook::new(limits.thread_lifetime()),
                     swept: Instant::now(),
                 }),
                 bytes: AtomicUsize::new(0),

@@ -9,10 +9,13 @@
 //! shelf that is full, so that one caller cannot push out another's; the
 //! anonymous callers' shelf, everyone's without an identity, has only the
 //! book's bound),
-//! `RUNS_PER_THREAD` runs and `TASKS_PER_THREAD` tasks each.
+//! `RUNS_PER_THREAD` runs and `TASKS_PER_THREAD` tasks each, and for
+//! `JournalLimits::thread_lifetime` after its last run. Every id it keeps
+//! (the thread's, its runs', its tasks') is at most 1 KiB: the client's
+//! are refused past it (`agui::bounds`), the agent's read as none.
 
 use std::collections::{HashMap, VecDeque};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{RunThread, Shelf, ThreadRef};
 
@@ -50,19 +53,53 @@ struct Thread {
     tasks: VecDeque<String>,
 }
 
-#[derive(Default)]
 pub(super) struct ThreadBook {
     threads: HashMap<ThreadRef, Thread>,
-    /// Least recently run first: who goes when the book (or a shelf) is full.
+    /// Least recently run first: who goes when the book (or a shelf) is
+    /// full, or when its lifetime is over.
     order: VecDeque<ThreadRef>,
     /// Threads per shelf.
     shelved: HashMap<Shelf, usize>,
+    /// How long a thread is kept after its last run, in milliseconds.
+    lifetime_ms: u64,
 }
 
 impl ThreadBook {
+    pub(super) fn new(lifetime: Duration) -> ThreadBook {
+        ThreadBook {
+            threads: HashMap::new(),
+            order: VecDeque::new(),
+            shelved: HashMap::new(),
+            lifetime_ms: u64::try_from(lifetime.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// Whether a thread last run at `updated_ms` is past its lifetime.
+    fn expired(&self, updated_ms: u64, now: u64) -> bool {
+        now.saturating_sub(updated_ms) > self.lifetime_ms
+    }
+
+    /// The thread, unless its lifetime is over.
+    fn live(&self, thread: &ThreadRef) -> Option<&Thread> {
+        let now = unix_ms();
+        self.threads
+            .get(thread)
+            .filter(|t| !self.expired(t.summary.updated_ms, now))
+    }
+
     /// A run of `thread` opened under `key`.
     pub(super) fn opened(&mut self, thread: &RunThread, key: &str) {
         let now = unix_ms();
+        // Threads past their lifetime go, least recently run first.
+        while let Some(oldest) = self.order.front().copied() {
+            match self.threads.get(&oldest) {
+                Some(entry) if !self.expired(entry.summary.updated_ms, now) => break,
+                _ => {
+                    self.order.pop_front();
+                    self.remove(&oldest);
+                }
+            }
+        }
         if self.threads.contains_key(&thread.thread) {
             self.order.retain(|t| *t != thread.thread);
         } else {
@@ -138,7 +175,7 @@ impl ThreadBook {
 
     /// The keys of the thread's runs (the one named, else all), oldest first.
     pub(super) fn runs(&self, thread: &ThreadRef, run_id: Option<&str>) -> Vec<String> {
-        let Some(entry) = self.threads.get(thread) else {
+        let Some(entry) = self.live(thread) else {
             return Vec::new();
         };
         entry
@@ -150,18 +187,18 @@ impl ThreadBook {
     }
 
     pub(super) fn tasks(&self, thread: &ThreadRef) -> Vec<String> {
-        self.threads
-            .get(thread)
+        self.live(thread)
             .map(|entry| entry.tasks.iter().cloned().collect())
             .unwrap_or_default()
     }
 
     /// The shelf's threads, the latest to run first.
     pub(super) fn list(&self, shelf: &Shelf) -> Vec<ThreadSummary> {
+        let now = unix_ms();
         let mut listed: Vec<ThreadSummary> = self
             .threads
             .values()
-            .filter(|t| t.shelf == *shelf)
+            .filter(|t| t.shelf == *shelf && !self.expired(t.summary.updated_ms, now))
             .map(|t| t.summary.clone())
             .collect();
         listed.sort_by(|a, b| b.updated_ms.cmp(&a.updated_ms).then(a.id.cmp(&b.id)));
@@ -188,7 +225,7 @@ mod tests {
 
     #[test]
     fn threads_keep_their_runs_and_tasks_bounded_and_list_per_caller() {
-        let mut book = ThreadBook::default();
+        let mut book = ThreadBook::new(Duration::from_secs(3600));
         let t1 = run("alice", "t1", "r0");
         for n in 0..RUNS_PER_THREAD + 2 {
             let mut r = t1.clone();
@@ -244,5 +281,21 @@ mod tests {
         }
         assert_eq!(book.threads.len(), MAX_THREADS);
         assert_eq!(book.shelved.values().sum::<usize>(), MAX_THREADS);
+    }
+
+    #[test]
+    fn threads_go_after_their_lifetime() {
+        let mut book = ThreadBook::new(Duration::ZERO);
+        let old = run("alice", "old", "r");
+        book.opened(&old, "k1");
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(book.list(&old.shelf).is_empty());
+        assert!(book.runs(&old.thread, None).is_empty());
+        book.opened(&run("alice", "new", "r"), "k2");
+        assert!(
+            !book.threads.contains_key(&old.thread),
+            "swept when a run opens"
+        );
+        assert_eq!(book.shelved.get(&old.shelf), Some(&1));
     }
 }

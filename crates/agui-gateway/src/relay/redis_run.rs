@@ -174,6 +174,13 @@ impl RedisRun {
                 );
                 self.stopped = true;
             }
+            Ok(Appended::NoRoom) => {
+                tracing::warn!(
+                    run = self.key,
+                    "the shared journal is full (journal_max_bytes) with runs still going: no longer sharing the run"
+                );
+                self.unshare().await;
+            }
             // A write cut short that Redis had done after all.
             Ok(Appended::OutOfOrder) => {
                 tracing::warn!(

@@ -24,7 +24,7 @@ use std::sync::Arc;
 pub use replay::{ThreadAsk, WhenEmpty};
 pub use threads::threads;
 
-use crate::edge::error::ApiError;
+use crate::edge::error::{ApiError, bounded_id};
 use crate::journal::redis::{RedisJournal, RemoteRun};
 use crate::journal::replays::Reader;
 use crate::journal::{self, CallerDigest, EventId, Owner, ResumeError, RunLog, ThreadRef};
@@ -34,8 +34,9 @@ use crate::state::{AppHandle, AppState};
 use crate::upstream::Agent;
 use crate::upstream::outbound::Forwarded;
 
-/// A thread or run id longer than this names nothing the gateway keeps.
-pub const MAX_ID_BYTES: usize = 1024;
+/// A thread or run id longer than this names nothing the gateway keeps
+/// (no run can have one: `agui::bounds`).
+pub use a2a_agui::MAX_ID_BYTES;
 
 /// A run as this replica finds it.
 #[derive(Clone)]
@@ -299,12 +300,8 @@ fn read_connect(body: &[u8]) -> Result<ConnectBody, ApiError> {
     let value: Value = serde_json::from_slice(body).map_err(|_| invalid("the body is not JSON"))?;
     let id = |key: &str| match value.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(id)) if !id.is_empty() && id.len() <= MAX_ID_BYTES => {
-            Ok(Some(id.clone()))
-        }
-        Some(_) => Err(invalid(&format!(
-            "{key} must be a non-empty string of at most {MAX_ID_BYTES} bytes"
-        ))),
+        Some(Value::String(id)) if !id.is_empty() => Ok(Some(bounded_id(key, id)?.to_owned())),
+        Some(_) => Err(invalid(&format!("{key} must be a non-empty string"))),
     };
     let thread_id = id("threadId")?.ok_or_else(|| invalid("threadId is missing"))?;
     let run_id = id("runId")?;
@@ -356,6 +353,6 @@ mod tests {
             assert_eq!(read(bad), Err(ErrorCode::InvalidRunInput), "{bad:?}");
         }
         let long = format!(r#"{{"threadId":"{}"}}"#, "x".repeat(MAX_ID_BYTES + 1));
-        assert_eq!(read(&long), Err(ErrorCode::InvalidRunInput));
+        assert_eq!(read(&long), Err(ErrorCode::IdTooLong));
     }
 }

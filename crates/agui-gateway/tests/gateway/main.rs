@@ -20,6 +20,7 @@ mod framing;
 mod grpc_upstream;
 mod hardening;
 mod hardening_answers;
+mod hardening_journal;
 mod hardening_replays;
 mod ids;
 mod in_process;

@@ -275,13 +275,39 @@ async fn a_stop_on_another_replica_ends_the_run_within_a_lease_renewal() {
     );
 }
 
+/// A run with no thread, as the journal's own calls open it in tests.
+pub fn plain_run() -> (
+    agui_gateway::journal::RunIdentity,
+    agui_gateway::journal::redis::RunSpec,
+) {
+    use agui_gateway::journal::{CallerDigest, Owner, RunIdentity};
+    let caller = CallerDigest::of("", &Default::default());
+    let identity = RunIdentity {
+        owner: Owner::of("agent", &caller, "POST", "/agui", b"{}"),
+        thread: None,
+    };
+    let spec = agui_gateway::journal::redis::RunSpec {
+        agent: "agent".to_owned(),
+        thread_id: None,
+        run_id: None,
+        interrupts: false,
+        v1: false,
+        client_tools: Vec::new(),
+        state: None,
+        format: "agui".to_owned(),
+        id_tag: "t".to_owned(),
+        headers: Vec::new(),
+    };
+    (identity, spec)
+}
+
 /// The shared journal's writes, against a real redis-server: only the
 /// lease holder appends, and only the entry that comes next; a replica
 /// that lost its lease cannot write between another's entries.
 #[tokio::test]
 async fn only_the_lease_holder_appends_and_only_in_order() {
-    use agui_gateway::journal::redis::{Appended, Chunk, RedisJournal, RunSpec};
-    use agui_gateway::journal::{CallerDigest, JournalLimits, Owner, RunIdentity};
+    use agui_gateway::journal::JournalLimits;
+    use agui_gateway::journal::redis::{Appended, Chunk, RedisJournal};
     /// Frames `first..=last` (their bytes do not matter here), with the
     /// given input, terminal flag and task.
     async fn put(
@@ -311,23 +337,7 @@ async fn only_the_lease_holder_appends_and_only_in_order() {
     let b = RedisJournal::connect(&url, "gw-b".to_owned(), &limits)
         .await
         .unwrap();
-    let caller = CallerDigest::of("", &Default::default());
-    let identity = RunIdentity {
-        owner: Owner::of("agent", &caller, "POST", "/agui", b"{}"),
-        thread: None,
-    };
-    let spec = RunSpec {
-        agent: "agent".to_owned(),
-        thread_id: None,
-        run_id: None,
-        interrupts: false,
-        v1: false,
-        client_tools: Vec::new(),
-        state: None,
-        format: "agui".to_owned(),
-        id_tag: "t".to_owned(),
-        headers: Vec::new(),
-    };
+    let (identity, spec) = plain_run();
     let key = "00000000000000aa";
     a.open(key, &identity, &spec).await.unwrap();
     assert_eq!(

@@ -13,11 +13,16 @@
 //!   `PX` renewed every `RENEW_EVERY`; when it lapses (the holder died), a
 //!   replica serving a reconnect may take the run over.
 //! - `thread:{ref}` list: `run_id\tkey`, newest first, for `connect`.
-//! - `thread:{ref}:info` hash: the thread's id as the client wrote it,
-//!   when it started and last ran; `thread:{ref}:tasks` list: the A2A
-//!   tasks its runs named; `threads:{shelf}` sorted set: a caller's
-//!   threads with an agent by last run (for a thread list). These outlive
-//!   the runs (`THREAD_TTL`): a replay then asks the agent for the tasks.
+//! - `thread:{ref}:info` hash: the thread's id as the client wrote it (at
+//!   most 1 KiB: `agui::bounds`), when it started and last ran, its shelf;
+//!   `thread:{ref}:tasks` list: the A2A tasks its runs named;
+//!   `threads:{shelf}` sorted set: a caller's threads with an agent by last
+//!   run (for a thread list). These outlive the runs, for
+//!   `journal_thread_ttl_secs` after the last (`JournalLimits::
+//!   thread_lifetime`): a replay then asks the agent for the tasks.
+//! - `journal:runs`, `journal:sizes`, `journal:bytes`, `journal:threads`:
+//!   what keeps the journal within `journal_max_bytes` and its threads
+//!   within `MAX_THREADS` (`scripts`).
 //! - `run:{key}` also holds `input`: the run's input messages, and `stop`
 //!   once a client asked, on any replica, that the run stop.
 //!
@@ -29,13 +34,15 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
-use redis::{AsyncConnectionConfig, Client, RedisError, Script, Value as RedisValue};
+use redis::{AsyncConnectionConfig, Client, RedisError, Value as RedisValue};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+mod scripts;
 mod threads;
 
-use super::threads::{MAX_LISTED, TASKS_PER_THREAD, unix_ms};
+use self::scripts::Scripts;
+use super::threads::{MAX_LISTED, MAX_THREADS, TASKS_PER_THREAD, unix_ms};
 use super::{JournalLimits, Owner, RunIdentity, Shelf, ThreadRef};
 
 const PREFIX: &str = "agui-gateway:";
@@ -47,9 +54,6 @@ pub const RENEW_EVERY: Duration = Duration::from_millis(1500);
 const LIVE_TTL: Duration = Duration::from_secs(120);
 /// Runs remembered per thread for `connect`.
 const RUNS_PER_THREAD: isize = super::threads::RUNS_PER_THREAD as isize;
-/// How long a thread's record (its id, its tasks, its place in its
-/// caller's list) stays after its last run.
-const THREAD_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 /// How long a follower's blocking read waits before it looks at the lease.
 pub const BLOCK: Duration = Duration::from_secs(1);
 /// Entries one read returns at most.
@@ -61,6 +65,8 @@ pub enum SharedError {
     Redis(#[from] RedisError),
     #[error("the shared journal holds a malformed run: {0}")]
     Malformed(&'static str),
+    #[error("the shared journal is full (journal_max_bytes) with runs still going")]
+    Full,
 }
 
 /// What another replica needs to rebuild a run's converter and call its
@@ -106,11 +112,8 @@ pub struct RedisJournal {
     manager: ConnectionManager,
     /// This replica's id (the gateway id): the lease's value.
     replica: String,
-    ttl: Duration,
-    append: Script,
-    renew: Script,
-    release: Script,
-    stop: Script,
+    limits: JournalLimits,
+    scripts: Scripts,
 }
 
 /// What a lease renewal found.
@@ -146,6 +149,9 @@ pub enum Appended {
     NotHolder,
     /// The entry does not start right after the stream's last one.
     OutOfOrder,
+    /// The journal has no room for it (`journal_max_bytes`, every older
+    /// run still going), or the run is gone from it.
+    NoRoom,
 }
 
 fn run_key(key: &str) -> String {
@@ -164,10 +170,6 @@ fn thread_key(thread: &ThreadRef) -> String {
     format!("{PREFIX}thread:{}", thread.to_hex())
 }
 
-fn thread_info_key(thread: &ThreadRef) -> String {
-    format!("{PREFIX}thread:{}:info", thread.to_hex())
-}
-
 fn thread_tasks_key(thread: &ThreadRef) -> String {
     format!("{PREFIX}thread:{}:tasks", thread.to_hex())
 }
@@ -178,6 +180,23 @@ fn shelf_key(shelf: &Shelf) -> String {
 
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The longest a thread's keys are kept, whatever the configuration says
+/// (Redis refuses an expiry past its clock's range).
+const LONGEST_THREAD: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
+impl RedisJournal {
+    /// How long the journal's bookkeeping lives after its last write: as
+    /// long as any run it counts.
+    fn keep(&self) -> u64 {
+        millis(LIVE_TTL.saturating_add(self.limits.ttl))
+    }
+
+    /// How long a thread's keys live after its last run, in ms.
+    fn thread_lifetime(&self) -> u64 {
+        millis(self.limits.thread_lifetime().min(LONGEST_THREAD))
+    }
 }
 
 impl RedisJournal {
@@ -199,51 +218,8 @@ impl RedisJournal {
             client,
             manager,
             replica,
-            ttl: limits.ttl,
-            // One writer, in order: the lease holder appends the entry
-            // that starts right after the stream's last one, or nothing.
-            append: Script::new(
-                "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end \
-                 local top = redis.call('xrevrange', KEYS[2], '+', '-', 'COUNT', 1) \
-                 local last = 0 \
-                 if #top > 0 then last = tonumber(string.match(top[1][1], '^0%-(%d+)$')) or -1 end \
-                 if last + 1 ~= tonumber(ARGV[2]) then return -1 end \
-                 redis.call('xadd', KEYS[2], '0-' .. ARGV[3], 'f', ARGV[2], 'o', ARGV[4], 'i', ARGV[5], 't', ARGV[6]) \
-                 if ARGV[6] == '1' then \
-                   redis.call('hset', KEYS[3], 'done', '1') \
-                   redis.call('pexpire', KEYS[3], ARGV[7]) \
-                   redis.call('pexpire', KEYS[2], ARGV[7]) \
-                   redis.call('del', KEYS[1]) \
-                 elseif last == 0 then \
-                   redis.call('pexpire', KEYS[2], ARGV[8]) \
-                 end \
-                 if ARGV[9] ~= '' then redis.call('hset', KEYS[3], 'task', ARGV[9]) end \
-                 return 1",
-            ),
-            // Renew or release only a lease still ours (Redis 7.0 has no
-            // compare-and-expire); the run's keys live on with it.
-            // KEYS[2] is the run's hash, whose `stop` a stop on any
-            // replica sets (`request_stop`).
-            renew: Script::new(
-                "if redis.call('get', KEYS[1]) == ARGV[1] then \
-                   redis.call('pexpire', KEYS[1], ARGV[2]) \
-                   for i = 2, #KEYS do redis.call('pexpire', KEYS[i], ARGV[3]) end \
-                   if redis.call('hget', KEYS[2], 'stop') == '1' then return 2 end \
-                   return 1 \
-                 end return 0",
-            ),
-            // Only a run still going, whose hash exists (no key without a TTL).
-            stop: Script::new(
-                "if redis.call('exists', KEYS[1]) == 1 and redis.call('hget', KEYS[1], 'done') ~= '1' then \
-                   redis.call('hset', KEYS[1], 'stop', '1') \
-                   return 1 \
-                 end return 0",
-            ),
-            release: Script::new(
-                "if redis.call('get', KEYS[1]) == ARGV[1] then \
-                   return redis.call('del', KEYS[1]) \
-                 end return 0",
-            ),
+            limits: *limits,
+            scripts: Scripts::new(),
         })
     }
 
@@ -263,7 +239,8 @@ impl RedisJournal {
             .await?)
     }
 
-    /// A new run, held by this replica.
+    /// A new run, held by this replica, counted in the journal's bytes;
+    /// `Full` when there is no room for it (it is not shared).
     pub async fn open(
         &self,
         key: &str,
@@ -271,58 +248,41 @@ impl RedisJournal {
         spec: &RunSpec,
     ) -> Result<(), SharedError> {
         let spec = serde_json::to_string(spec).map_err(|_| SharedError::Malformed("spec"))?;
-        let mut pipe = redis::pipe();
-        pipe.hset_multiple(
-            run_key(key),
-            &[("owner", identity.owner.to_hex()), ("spec", spec)],
-        )
-        .ignore()
-        .pexpire(run_key(key), millis(LIVE_TTL) as i64)
-        .ignore()
-        .set_options(
-            lease_key(key),
-            &self.replica,
-            redis::SetOptions::default()
-                .conditional_set(redis::ExistenceCheck::NX)
-                .with_expiration(redis::SetExpiry::PX(millis(LEASE))),
-        )
-        .ignore();
+        let owner = identity.owner.to_hex();
+        let input = identity.thread.as_ref().map(|t| t.input.as_ref());
+        let cost =
+            scripts::run_cost(&[owner.as_bytes(), spec.as_bytes(), input.unwrap_or_default()]);
+        let mut invocation = self.scripts.open.key(run_key(key));
+        invocation
+            .key(lease_key(key))
+            .arg(key)
+            .arg(&self.replica)
+            .arg(owner)
+            .arg(spec)
+            .arg(millis(LEASE))
+            .arg(millis(LIVE_TTL))
+            .arg(self.keep())
+            .arg(self.limits.max_bytes)
+            .arg(cost);
         if let Some(thread) = &identity.thread {
-            let list = thread_key(&thread.thread);
-            pipe.lpush(&list, format!("{}\t{key}", thread.run_id))
-                .ignore()
-                .ltrim(&list, 0, RUNS_PER_THREAD - 1)
-                .ignore()
-                .pexpire(&list, millis(LIVE_TTL + self.ttl) as i64)
-                .ignore()
-                .hset(run_key(key), "input", thread.input.as_ref())
-                .ignore();
-            let (info, shelf, now) = (
-                thread_info_key(&thread.thread),
-                shelf_key(&thread.shelf),
-                unix_ms(),
-            );
-            let thread_ttl = millis(THREAD_TTL) as i64;
-            pipe.hset_nx(&info, "created", now)
-                .ignore()
-                .hset_multiple(
-                    &info,
-                    &[("id", thread.id.clone()), ("updated", now.to_string())],
-                )
-                .ignore()
-                .pexpire(&info, thread_ttl)
-                .ignore()
-                .zadd(&shelf, thread.thread.to_hex(), now)
-                .ignore()
-                .zremrangebyrank(&shelf, 0, -(MAX_LISTED as isize) - 1)
-                .ignore()
-                .pexpire(&shelf, thread_ttl)
-                .ignore()
-                .pexpire(thread_tasks_key(&thread.thread), thread_ttl)
-                .ignore();
+            invocation
+                .arg(thread.input.as_ref())
+                .arg(thread.thread.to_hex())
+                .arg(thread.shelf.to_hex())
+                .arg(format!("{}\t{key}", thread.run_id))
+                .arg(&thread.id)
+                .arg(unix_ms())
+                .arg(self.thread_lifetime())
+                .arg(RUNS_PER_THREAD)
+                .arg(MAX_LISTED)
+                .arg(MAX_THREADS);
         }
-        pipe.query_async::<()>(&mut self.conn()).await?;
-        Ok(())
+        let opened: i64 = invocation.invoke_async(&mut self.conn()).await?;
+        if opened == 1 {
+            Ok(())
+        } else {
+            Err(SharedError::Full)
+        }
     }
 
     /// Frames written (and the input that produced them), before any
@@ -339,6 +299,7 @@ impl RedisJournal {
             task,
         } = chunk;
         let outcome: i64 = self
+            .scripts
             .append
             .key(lease_key(key))
             .key(log_key(key))
@@ -349,14 +310,23 @@ impl RedisJournal {
             .arg(out)
             .arg(input)
             .arg(u8::from(terminal))
-            .arg(millis(self.ttl))
+            .arg(millis(self.limits.ttl))
             .arg(millis(LIVE_TTL))
             .arg(task.unwrap_or(""))
+            .arg(key)
+            .arg(self.limits.max_bytes)
+            .arg(scripts::entry_cost(&[
+                out,
+                input,
+                task.unwrap_or("").as_bytes(),
+            ]))
+            .arg(self.keep())
             .invoke_async(&mut self.conn())
             .await?;
         Ok(match outcome {
             1 => Appended::Written,
             0 => Appended::NotHolder,
+            -2 => Appended::NoRoom,
             _ => Appended::OutOfOrder,
         })
     }
@@ -365,11 +335,11 @@ impl RedisJournal {
     /// bound): other replicas answer 410 for it from now on, and its lease
     /// goes so that nobody takes over a run that goes on here.
     pub async fn unshare(&self, key: &str) -> Result<(), SharedError> {
-        let _: () = redis::cmd("HSET")
-            .arg(run_key(key))
-            .arg("unshared")
-            .arg(1)
-            .query_async(&mut self.conn())
+        let _: i64 = self
+            .scripts
+            .unshare
+            .key(run_key(key))
+            .invoke_async(&mut self.conn())
             .await?;
         self.release(key).await
     }
@@ -397,7 +367,7 @@ impl RedisJournal {
         key: &str,
         thread: Option<&ThreadRef>,
     ) -> Result<Renewal, SharedError> {
-        let mut invocation = self.renew.key(lease_key(key));
+        let mut invocation = self.scripts.renew.key(lease_key(key));
         invocation.key(run_key(key)).key(log_key(key));
         if let Some(thread) = thread {
             invocation.key(thread_key(thread));
@@ -406,6 +376,7 @@ impl RedisJournal {
             .arg(&self.replica)
             .arg(millis(LEASE))
             .arg(millis(LIVE_TTL))
+            .arg(self.keep())
             .invoke_async(&mut self.conn())
             .await?;
         Ok(match held {
@@ -420,6 +391,7 @@ impl RedisJournal {
     /// is unknown or over.
     pub async fn request_stop(&self, key: &str) -> Result<bool, SharedError> {
         let asked: i64 = self
+            .scripts
             .stop
             .key(run_key(key))
             .invoke_async(&mut self.conn())
@@ -429,6 +401,7 @@ impl RedisJournal {
 
     pub async fn release(&self, key: &str) -> Result<(), SharedError> {
         let _: i64 = self
+            .scripts
             .release
             .key(lease_key(key))
             .arg(&self.replica)

@@ -6,8 +6,8 @@
 use bytes::Bytes;
 
 use super::{
-    MAX_LISTED, PREFIX, RUNS_PER_THREAD, RedisJournal, SharedError, TASKS_PER_THREAD, THREAD_TTL,
-    millis, run_key, shelf_key, thread_key, thread_tasks_key,
+    MAX_LISTED, PREFIX, RUNS_PER_THREAD, RedisJournal, SharedError, TASKS_PER_THREAD, run_key,
+    shelf_key, thread_key, thread_tasks_key,
 };
 use crate::journal::{Shelf, ThreadRef, ThreadSummary};
 
@@ -69,7 +69,7 @@ impl RedisJournal {
             .ignore()
             .ltrim(&list, -(TASKS_PER_THREAD as isize), -1)
             .ignore()
-            .pexpire(&list, millis(THREAD_TTL) as i64)
+            .pexpire(&list, self.thread_lifetime() as i64)
             .ignore()
             .query_async::<()>(&mut self.conn())
             .await?;
