@@ -16,17 +16,36 @@ use axum::response::IntoResponse;
 use axum::routing::{any, get};
 use serde_json::json;
 
+use crate::edge::write_config;
 use crate::support::{Process, client, gateway};
 use crate::upstream_auth::{CLIENT_CREDENTIALS, authz, count, grants};
+
+/// An agent on loopback: `routes` beside its card (1.0, naming its
+/// address) at the well-known path.
+pub(crate) async fn loopback_agent(routes: Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let card = json!({ "name": "loopback", "description": "a test agent", "version": "1",
+        "supportedInterfaces": [{ "url": format!("http://{addr}/"),
+            "protocolBinding": "JSONRPC", "protocolVersion": "1.0" }],
+        "capabilities": {}, "skills": [], "defaultInputModes": ["text"],
+        "defaultOutputModes": ["text"] });
+    let app = routes.route(
+        "/.well-known/agent-card.json",
+        get(move || async move { axum::Json(card).into_response() }),
+    );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    addr
+}
 
 /// An agent whose `/locked` answers 401 with a bare challenge and whose
 /// `/revoked` answers 401 saying the token is invalid, whatever the
 /// token; everything else is a 200. Counts the 401s it sent.
 async fn refusing_agent() -> (SocketAddr, Arc<AtomicU64>) {
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
-        .await
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
     let refusals = Arc::new(AtomicU64::new(0));
     let refuse = |challenge: &'static str, refusals: Arc<AtomicU64>| {
         move || async move {
@@ -39,15 +58,7 @@ async fn refusing_agent() -> (SocketAddr, Arc<AtomicU64>) {
                 .into_response()
         }
     };
-    let card = json!({ "name": "refusing", "description": "401s", "version": "1",
-        "url": format!("http://{addr}/"), "protocolVersion": "0.3.0",
-        "capabilities": {}, "skills": [], "defaultInputModes": ["text"],
-        "defaultOutputModes": ["text"] });
-    let app = Router::new()
-        .route(
-            "/.well-known/agent-card.json",
-            get(move || async move { axum::Json(card).into_response() }),
-        )
+    let routes = Router::new()
         .route(
             "/locked",
             any(refuse(r#"Bearer realm="agent""#, refusals.clone())),
@@ -60,29 +71,22 @@ async fn refusing_agent() -> (SocketAddr, Arc<AtomicU64>) {
             )),
         )
         .fallback(|| async { axum::Json(json!({})).into_response() });
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (addr, refusals)
+    (loopback_agent(routes).await, refusals)
 }
 
 /// A gateway calling `agent` as agent `a` with the gateway's client
 /// credentials at `authz`.
 fn gateway_with_credentials(agent: SocketAddr, authz: &Process) -> Process {
-    let dir = std::env::temp_dir().join(format!("agui-gateway-h37-tokens-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("gateway.toml");
-    std::fs::write(
-        &file,
-        format!(
+    let file = write_config(
+        "h37-tokens.toml",
+        &format!(
             "[agents.a]\nupstream = \"http://{agent}/\"\n[agents.a.auth]\n\
              type = \"oauth2_client_credentials\"\ntoken_url = \"{}/token\"\n\
              client_id = \"gateway\"\nclient_secret = \"gateway-secret\"\n\
              scopes = [\"a2a.invoke\"]\nresource = \"https://agent.test/\"\n",
             authz.url()
         ),
-    )
-    .unwrap();
+    );
     gateway(&["--config", file.to_str().unwrap()])
 }
 
