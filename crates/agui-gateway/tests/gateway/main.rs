@@ -21,6 +21,7 @@ mod grpc_upstream;
 mod hardening;
 mod hardening_cards;
 mod hardening_tokens;
+mod hardening_trailers;
 mod ids;
 mod in_process;
 mod input;
