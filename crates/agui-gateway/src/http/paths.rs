@@ -7,7 +7,8 @@
 //! The card calls (`card_call`) are recognised in that form. Whatever an
 //! agent might still read as a card path after decoding further (`%2F`,
 //! `%252D`, at any depth `target` checks), after removing dot segments,
-//! empty segments, `;` parameters or a trailing `/`, or in another case
+//! empty segments, `;` parameters or a trailing `/`, below a prefix (the
+//! public card is served at the mount's root only), or in another case
 //! (some frameworks match paths without case), is no card route of the
 //! gateway's and is refused (`CardCall::Disguised`): never passed to the
 //! agent, whose card it would return with the agent's own addresses.
@@ -91,7 +92,8 @@ pub fn canonical_request(mut request: Request) -> Request {
 /// A card call, as the gateway serves it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CardCall {
-    /// `GET …/.well-known/agent-card.json` (or `agent.json`).
+    /// `GET /.well-known/agent-card.json` (or `agent.json`) below the
+    /// agent's mount.
     Public,
     /// The extended card (`GetExtendedAgentCard`,
     /// `agent/getAuthenticatedExtendedCard`, REST `GET …/extendedAgentCard`
@@ -165,14 +167,17 @@ enum Route {
     Extended,
 }
 
-/// The card route `path` names exactly.
+/// The card route `path` names exactly: the public card at the root (the
+/// card the gateway serves for the agent), the extended card below any
+/// prefix (a tenant, the REST interface's path).
 fn names_card(path: &str) -> Option<Route> {
-    let mut segments = path.rsplit('/');
-    let last = segments.next().unwrap_or_default();
-    let before = segments.next();
-    if CARD_FILES.contains(&last) && before == Some(".well-known") {
+    let public = path
+        .strip_prefix("/.well-known/")
+        .is_some_and(|file| CARD_FILES.contains(&file));
+    if public {
         return Some(Route::Public);
     }
+    let last = path.rsplit('/').next().unwrap_or_default();
     (last == EXTENDED_SEGMENT || path.ends_with(EXTENDED_V03)).then_some(Route::Extended)
 }
 
@@ -356,12 +361,7 @@ mod tests {
     #[test]
     fn card_calls_in_every_spelling_are_served_or_refused() {
         let get = |path: &str| card_call(&Method::GET, path, b"");
-        for path in [
-            "/.well-known/agent-card.json",
-            "/.well-known/agent.json",
-            "/x/../.well-known/agent-card.json",
-            "/rest/.well-known/agent-card.json",
-        ] {
+        for path in ["/.well-known/agent-card.json", "/.well-known/agent.json"] {
             assert_eq!(get(path), Some(CardCall::Public), "{path}");
         }
         for path in ["/extendedAgentCard", "/acme/extendedAgentCard", "/v1/card"] {
@@ -380,6 +380,8 @@ mod tests {
             "/.well-known//agent-card.json",
             "/.well-known/x/../agent-card.json",
             "/.well-known/./agent.json",
+            "/x/../.well-known/agent-card.json",
+            "/rest/.well-known/agent-card.json",
             "/.well-known/agent-card.json;x=1",
             "/extendedagentcard",
             "/a/extendedAgentCar%2564",
