@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use url::Url;
 
+use super::paths::ExtendedCard;
 use crate::agui::extension;
 use crate::config::Config;
 use crate::edge::error::ApiError;
@@ -19,13 +20,6 @@ use crate::upstream::{Agent, CardError, UNTRUSTED_CARD};
 
 /// The extension URI announcing AG-UI output (the one Hector declared).
 pub const AGUI_EXTENSION_URI: &str = "https://ag-ui.org/protocol/v1";
-
-pub fn is_card_path(path: &str) -> bool {
-    matches!(
-        path,
-        "/.well-known/agent-card.json" | "/.well-known/agent.json"
-    )
-}
 
 /// The gateway's public base URL: configured, or from the request
 /// (`X-Forwarded-Proto`, `X-Forwarded-Host`, `X-Forwarded-Prefix`, then the
@@ -207,12 +201,14 @@ fn unavailable(agent: &Agent, message: &str) -> ApiError {
 /// A card of `agent` as the gateway serves it: checked against its
 /// signature policy (and narrowed to what its signature covers),
 /// rewritten (`rewrite`), then signed by the gateway unless the agent's
-/// own signatures were checked and failed (it does not launder those) or
+/// own signatures were checked and failed (it does not launder those),
 /// the card's addresses come from the request (`public_url` unset: a
 /// signed card naming whatever host a client sent would vouch for any
-/// host). `unsigned` sees the card between the two, and whether it will be
-/// signed. `bases`: the agent's base, the gateway's for this agent, the
-/// gateway's public one.
+/// host), it is no agent card by its shape (`is_card`: an agent echoing a
+/// client's text on a card route), or it names an address that is not the
+/// gateway's once rewritten. `unsigned` sees the card between the two, and
+/// whether it will be signed. `bases`: the agent's base, the gateway's for
+/// this agent, the gateway's public one.
 fn present(
     card: &mut Value,
     (config, agent, signer): (&Config, &Agent, Option<&Signer>),
@@ -229,16 +225,19 @@ fn present(
             UNTRUSTED_CARD,
         ));
     }
-    rewrite(card, upstream_base, gateway_base);
+    let shaped = is_card(card);
+    let mut ours = rewrite(card, upstream_base, gateway_base);
     if agent.grpc.is_some() {
         // gRPC clients have no path prefix: only the default agent, at
         // the root, is reached over gRPC.
         let mount = gateway_base.strip_prefix(public).unwrap_or(gateway_base);
         let grpc = crate::upstream::grpc::cards::grpc_address(public, mount);
         through_gateway(card, gateway_base, grpc.as_deref());
+        ours = true;
     }
-    let signer =
-        signer.filter(|_| !matches!(verdict, Some(Verdict::Invalid)) && !varies_by_request(config));
+    let signer = signer.filter(|_| {
+        shaped && ours && !matches!(verdict, Some(Verdict::Invalid)) && !varies_by_request(config)
+    });
     unsigned(card, signer.is_some());
     if let Some(signer) = signer {
         signer.sign(card, Some(&format!("{public}{CARD_KEYS_PATH}")));
@@ -246,40 +245,11 @@ fn present(
     Ok(())
 }
 
-/// An extended card call (`GetExtendedAgentCard`,
-/// `agent/getAuthenticatedExtendedCard`, REST `GET …/extendedAgentCard` or
-/// 0.3's `GET /v1/card`): how its answer holds the card.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExtendedCard {
-    /// A JSON-RPC response: the card is its `result`.
-    JsonRpc,
-    /// The card is the whole body.
-    Rest,
-}
-
-/// Whether a passed-through request asks for the extended card.
-pub fn extended_card_call(method: &Method, path: &str, body: &[u8]) -> Option<ExtendedCard> {
-    if *method == Method::GET {
-        let path = path.split('?').next().unwrap_or_default();
-        return (path.ends_with("/extendedAgentCard") || path == "/v1/card")
-            .then_some(ExtendedCard::Rest);
-    }
-    if *method != Method::POST || body.len() > 64 * 1024 {
-        return None;
-    }
-    let call: Value = serde_json::from_slice(body).ok()?;
-    matches!(
-        call.get("method").and_then(Value::as_str),
-        Some("GetExtendedAgentCard" | "agent/getAuthenticatedExtendedCard")
-    )
-    .then_some(ExtendedCard::JsonRpc)
-}
-
 /// The agent's extended card, fetched with the request's headers (the
 /// caller's, as the policy forwards them, and the agent's token) and
 /// served as the public card is: rewritten and signed (a 1.0 interface's
 /// `tenant` is kept, only its URL changes). Any other answer (an error,
-/// a refusal) goes back as it came.
+/// a refusal, JSON that is no card) goes back as it came, unsigned.
 pub async fn serve_extended(
     (config, signer): (&Config, Option<&Signer>),
     agent: &Agent,
@@ -322,7 +292,7 @@ pub async fn serve_extended(
         ExtendedCard::Rest => Some(&mut document),
     };
     if status.is_success()
-        && let Some(card) = card.filter(|c| c.is_object())
+        && let Some(card) = card.filter(|c| is_card(c))
     {
         present(card, (config, agent, signer), bases, |_, _| {})?;
     }
@@ -341,20 +311,45 @@ pub async fn serve_extended(
 /// Where the gateway publishes its card-signing key (a JWKS document).
 pub const CARD_KEYS_PATH: &str = "/v1/card-keys";
 
-/// Points every interface URL at the gateway and declares AG-UI. The
-/// agent's signatures go: they were made over the URLs replaced here and
-/// would not verify (a client that checks them would refuse the agent),
-/// and one that did would vouch for a card the agent never wrote.
-pub fn rewrite(card: &mut Value, upstream_base: &Url, gateway_base: &str) {
+/// Whether a JSON value is an agent card by its shape (what both 0.3
+/// and 1.0 require): a `name`, and its interfaces (1.0's
+/// `supportedInterfaces`, each with a `url`, or 0.3's `url`).
+pub fn is_card(card: &Value) -> bool {
+    let named = card.get("name").and_then(Value::as_str).is_some();
+    let interfaces = card
+        .get("supportedInterfaces")
+        .and_then(Value::as_array)
+        .is_some_and(|list| {
+            !list.is_empty()
+                && list
+                    .iter()
+                    .all(|i| i.get("url").is_some_and(Value::is_string))
+        });
+    named && (interfaces || card.get("url").is_some_and(Value::is_string))
+}
+
+/// Points every interface URL at the gateway and declares AG-UI; whether
+/// every interface URL is the gateway's afterwards (one on another
+/// origin stays as it is). The agent's signatures go: they were made over
+/// the URLs replaced here and would not verify (a client that checks them
+/// would refuse the agent), and one that did would vouch for a card the
+/// agent never wrote.
+pub fn rewrite(card: &mut Value, upstream_base: &Url, gateway_base: &str) -> bool {
     if let Some(object) = card.as_object_mut() {
         object.remove("signatures");
     }
-    let rewrite_field = |value: &mut Value| {
-        if let Some(new) = value
+    let gateway = format!("{}/", gateway_base.trim_end_matches('/'));
+    let mut ours = true;
+    let mut rewrite_field = |value: &mut Value| {
+        let moved = value
             .as_str()
-            .and_then(|u| rewrite_url(u, upstream_base, gateway_base))
-        {
-            *value = Value::from(new);
+            .and_then(|u| rewrite_url(u, upstream_base, gateway_base));
+        match moved {
+            Some(new) => *value = Value::from(new),
+            None => {
+                let text = value.as_str().unwrap_or_default();
+                ours &= text == gateway_base || text.starts_with(&gateway);
+            }
         }
     };
     if let Some(url) = card.get_mut("url") {
@@ -389,6 +384,7 @@ pub fn rewrite(card: &mut Value, upstream_base: &Url, gateway_base: &str) {
             extensions.push(extension::card_entry());
         }
     }
+    ours
 }
 
 /// A gRPC agent's card, as the gateway serves it: the gateway's JSON-RPC
@@ -540,6 +536,28 @@ mod tests {
     }
 
     #[test]
+    fn only_a_card_shaped_answer_naming_the_gateway_alone_is_signable() {
+        let one = json!({ "name": "a", "supportedInterfaces": [{ "url": "http://127.0.0.1:1/" }] });
+        let old = json!({ "name": "a", "url": "http://127.0.0.1:1/" });
+        assert!(is_card(&one) && is_card(&old));
+        for echo in [
+            json!({ "echo": "text" }),
+            json!({ "name": "a" }),
+            json!({ "name": 7, "url": "http://x/" }),
+            json!({ "name": "a", "supportedInterfaces": [] }),
+            json!({ "name": "a", "supportedInterfaces": [{ "uri": "x" }] }),
+            json!("a card"),
+        ] {
+            assert!(!is_card(&echo), "{echo}");
+        }
+        let upstream = Url::parse("http://127.0.0.1:1").unwrap();
+        let mut foreign = json!({ "name": "a", "url": "http://127.0.0.1:1/",
+            "additionalInterfaces": [{ "url": "https://attacker.example/" }] });
+        assert!(!rewrite(&mut foreign, &upstream, "http://gw:8080"));
+        assert_eq!(foreign["url"], "http://gw:8080/");
+    }
+
+    #[test]
     fn every_interface_is_rewritten_and_agui_declared_once() {
         let mut card = json!({
             "url": "http://127.0.0.1:1/",
@@ -548,8 +566,8 @@ mod tests {
             "capabilities": { "streaming": true, "extensions": [{ "uri": "x" }] }
         });
         let upstream = Url::parse("http://127.0.0.1:1").unwrap();
-        rewrite(&mut card, &upstream, "http://gw:8080");
-        rewrite(&mut card, &upstream, "http://gw:8080");
+        assert!(rewrite(&mut card, &upstream, "http://gw:8080"));
+        assert!(rewrite(&mut card, &upstream, "http://gw:8080"));
         assert_eq!(card["url"], "http://gw:8080/");
         assert_eq!(
             card["additionalInterfaces"][0]["url"],

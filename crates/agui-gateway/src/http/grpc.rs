@@ -73,41 +73,53 @@ pub async fn call(
         idle: agent.config.idle_timeout,
         stop: state.shutdown.stop.clone(),
     };
+    let cookies = agent.config.forward.cookie;
     if method.is_card() {
         let public = card::public_base(&state.config, &parts.uri, &parts.headers);
         let answer = grpc
             .pass_collected(&method, &parts.headers, metadata, body, bounds)
             .await;
-        let mut answer = served_card(&method, answer, &public, mount);
-        let policy = ReturnPolicy {
-            cookies: agent.config.forward.cookie,
-            rewrite: &|_| None,
-        };
-        *answer.headers_mut() = returned_headers(answer.headers(), &policy);
-        return Ok(answer);
+        let answer = served_card(&method, answer, &public, mount);
+        return Ok(returned(answer, cookies, ()));
     }
     let permit = state.stream_permit(agent.name())?;
     let answer = grpc
         .pass(&method, &parts.headers, metadata, body, bounds)
         .await;
     span.answered(StatusCode::OK);
-    let (mut head, body) = answer.into_parts();
-    let policy = ReturnPolicy {
-        cookies: agent.config.forward.cookie,
-        rewrite: &|_| None,
+    // The place under `max_streams` and the call's span live as long as
+    // the answer.
+    Ok(returned(answer, cookies, (permit, span)))
+}
+
+/// The agent's answer as the client gets it: its head and its trailers
+/// through the one policy of passed-through answers
+/// (`forwarding::returned_headers`: no `Set-Cookie` unless the agent takes
+/// cookies, none of the edge's own headers, nothing hop-by-hop); the
+/// gRPC status and the agent's own metadata pass. `held` lives as long as
+/// the body.
+fn returned<H: Send + Sync + 'static>(answer: Response, cookies: bool, held: H) -> Response {
+    let policy = move |headers: &HeaderMap| {
+        let policy = ReturnPolicy {
+            cookies,
+            rewrite: &|_| None,
+        };
+        returned_headers(headers, &policy)
     };
-    head.headers = returned_headers(&head.headers, &policy);
+    let (mut head, body) = answer.into_parts();
+    head.headers = policy(&head.headers);
     if head.headers.contains_key("grpc-status") {
         // Trailers-only: an empty body, so the head ends the stream.
-        return Ok(Response::from_parts(head, Body::empty()));
+        return Response::from_parts(head, Body::empty());
     }
-    let body = body.map_frame(move |frame| {
-        // The place under `max_streams` and the call's span live as long
-        // as the answer.
-        let _held = (&permit, &span);
+    let body = body.map_frame(move |mut frame| {
+        let _held = &held;
+        if let Some(trailers) = frame.trailers_mut() {
+            *trailers = policy(trailers);
+        }
         frame
     });
-    Ok(Response::from_parts(head, Body::new(body)))
+    Response::from_parts(head, Body::new(body))
 }
 
 /// A card call's answer, with the gateway's addresses in the card.

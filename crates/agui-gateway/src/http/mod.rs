@@ -1,7 +1,8 @@
 //! The HTTP surface: the router and its handlers (`router`), the gate in
-//! front of every route (`gate`), what a request wants (`negotiate`), the
-//! agent card served through the gateway (`card`), gRPC passthrough
-//! (`grpc`) and the inspector's page (`inspect`).
+//! front of every route (`gate`), the path routed on and the card calls in
+//! it (`paths`), what a request wants (`negotiate`), the agent card served
+//! through the gateway (`card`), gRPC passthrough (`grpc`) and the
+//! inspector's page (`inspect`).
 
 mod calls;
 pub mod card;
@@ -10,4 +11,5 @@ pub mod gate;
 mod grpc;
 pub mod inspect;
 pub mod negotiate;
+pub mod paths;
 pub mod router;

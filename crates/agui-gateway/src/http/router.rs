@@ -17,7 +17,8 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::calls::{agui_input, read_body, run_by};
-use super::{card, copilotkit, gate, grpc, inspect};
+use super::paths::{CardCall, card_call};
+use super::{card, copilotkit, gate, grpc, inspect, paths};
 use crate::edge::cors;
 use crate::edge::error::ApiError;
 use crate::http::negotiate::{Negotiated, negotiate, output_format, wants_agui};
@@ -90,9 +91,15 @@ pub fn router(state: AppHandle) -> Router {
         None => router,
     };
     // Outside everything: preflights, refusals and errors get their line.
-    router
+    let app = router
         .layer(axum::middleware::from_fn(access::layer))
-        .with_state(state)
+        .with_state(state);
+    // Before any route is chosen: one canonical path, what every route
+    // (and the agent, which decodes the same) reads.
+    Router::new().fallback_service(tower::ServiceExt::map_request(
+        app,
+        paths::canonical_request,
+    ))
 }
 
 /// The admin listener's routes: probes and metrics, for the cluster only.
@@ -378,7 +385,11 @@ async fn proxy(
         let at = (&parts, path.as_str(), mount.as_str());
         return grpc::call(&state, &agent, at, routed.forwarded, body).await;
     }
-    if parts.method == Method::GET && card::is_card_path(&path) {
+    let card_call = card_call(&parts.method, &path, &body);
+    if let Some(refusal) = card_call.and_then(CardCall::refusal) {
+        return Err(refusal);
+    }
+    if card_call == Some(CardCall::Public) {
         let routed = Routed {
             forwarded: routed.forwarded.usable()?,
             ..routed
@@ -407,7 +418,7 @@ async fn proxy(
                 forwarded: routed.forwarded.usable()?,
                 ..routed
             };
-            if let Some(kind) = card::extended_card_call(&parts.method, &path, &body) {
+            if let Some(CardCall::Extended(kind)) = card_call {
                 return card::serve_extended(
                     (&state.config, state.card_signer.as_ref()),
                     &agent,

@@ -10,7 +10,7 @@ use serde_json::Value;
 use url::Url;
 
 use super::Agent;
-use super::credentials::TokenError;
+use super::credentials::{Refused, TokenError};
 use super::forwarding::background_headers;
 use super::target::base_url;
 use crate::config::{A2aVersion, Secret};
@@ -335,6 +335,21 @@ impl Agent {
                 .token(&self.client(), subject, card_url.as_ref())
                 .await,
         )
+    }
+
+    /// After the agent's 401 to a call with `refused`: the token to send
+    /// it again with, if the token was its likely cause
+    /// (`Credentials::renewed`).
+    pub async fn renewed_token(
+        &self,
+        subject: Option<&str>,
+        refused: &Refused<'_>,
+    ) -> Option<Secret> {
+        let credentials = self.credentials.as_ref()?;
+        let card_url = self.card_token_url_now().await;
+        credentials
+            .renewed(&self.client(), subject, card_url.as_ref(), refused)
+            .await
     }
 
     /// `card_token_url`, waiting for the card's first fetch when the

@@ -220,7 +220,7 @@ impl Agent {
         let response = self.send_stream_once(&client, request).await?;
         if response.status == reqwest::StatusCode::UNAUTHORIZED
             && let (Some(renewal), Some(spare)) = (renewal, spare)
-            && let Some(again) = renewal.retried(self, spare).await
+            && let Some(again) = renewal.retried(self, spare, &response.headers).await
         {
             return self.send_stream_once(&client, again).await;
         }

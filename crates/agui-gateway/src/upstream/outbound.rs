@@ -24,7 +24,7 @@ use crate::edge::auth::{Principal, bearer_token};
 use crate::edge::error::ApiError;
 use crate::random::random_u64;
 use crate::upstream::answer::{Answer, Growing};
-use crate::upstream::credentials::TokenError;
+use crate::upstream::credentials::{Refused, TokenError, says_invalid_token};
 use crate::upstream::forwarding::{Caller, upstream_headers};
 use crate::upstream::target::{base_url, upstream_url};
 use crate::upstream::{
@@ -60,18 +60,23 @@ pub struct Renewal {
 }
 
 impl Renewal {
-    /// `spare` (a copy of a call the agent answered 401) with a new token,
-    /// the refused one dropped from the cache; `None` when no other token
-    /// can be had. Once per call: the answer to this one is final.
+    /// `spare` (a copy of a call the agent answered 401, with `challenge`,
+    /// the answer's headers) with another token: one renewed meanwhile,
+    /// or a new one when the refused token is its likely cause
+    /// (`Credentials::renewed`); `None` when the 401 stands. Once per
+    /// call: the answer to this one is final.
     pub async fn retried(
         &self,
         agent: &Agent,
         mut spare: reqwest::Request,
+        challenge: &HeaderMap,
     ) -> Option<reqwest::Request> {
-        let credentials = agent.credentials.as_ref()?;
         let subject = self.subject.as_ref().map(Secret::expose);
-        credentials.refused(subject, &self.bearer).await;
-        let token = agent.token(subject).await?.ok()?;
+        let refused = Refused {
+            token: &self.bearer,
+            invalid_token: says_invalid_token(challenge),
+        };
+        let token = agent.renewed_token(subject, &refused).await?;
         tracing::info!(
             agent = agent.name(),
             "the agent refused the gateway's token (401): sending the call again with a new one"
@@ -115,7 +120,7 @@ pub async fn send(
     let response = client.execute(request).await?;
     if response.status() == reqwest::StatusCode::UNAUTHORIZED
         && let (Some(renewal), Some(spare)) = (renewal, spare)
-        && let Some(again) = renewal.retried(agent, spare).await
+        && let Some(again) = renewal.retried(agent, spare, response.headers()).await
     {
         return client.execute(again).await;
     }

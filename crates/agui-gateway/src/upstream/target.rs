@@ -30,7 +30,7 @@ const SPECIAL_SCHEMES: [&str; 6] = ["http", "https", "ws", "wss", "ftp", "file"]
 
 /// How many percent-decodings are checked: enough for double encoding
 /// (`%252e`) through a chain of proxies; deeper nesting is refused.
-const DECODE_DEPTH: usize = 4;
+pub const DECODE_DEPTH: usize = 4;
 
 /// The upstream URL for `path` (the request path below the agent's mount,
 /// still percent-encoded, `/` or empty for the agent's root) and `query`.
@@ -141,7 +141,8 @@ fn check_decoded(path: &[u8]) -> Result<(), PathError> {
     Ok(())
 }
 
-fn percent_decode(input: &[u8]) -> Vec<u8> {
+/// Every `%XX` decoded, once.
+pub fn percent_decode(input: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(input.len());
     let mut i = 0;
     while i < input.len() {

@@ -24,7 +24,7 @@ const GATEWAY_AUDIENCE: &str = "https://gateway.test/";
 const SECRET: &str = "gateway-secret";
 
 /// The authorization server, its tokens living `ttl` seconds.
-fn authz(ttl: u64) -> Process {
+pub(crate) fn authz(ttl: u64) -> Process {
     let mut command = Command::new("node");
     command
         .arg(repo_root().join("tests/authz/server.mjs"))
@@ -116,7 +116,7 @@ fn config(agent: &Process, kind: &str, token_url: Option<String>, more: &str) ->
 }
 
 /// How many tokens the authorization server issued, by grant.
-async fn grants(authz: &Process) -> Value {
+pub(crate) async fn grants(authz: &Process) -> Value {
     client()
         .get(format!("{}/test/requests", authz.url()))
         .send()
@@ -128,11 +128,11 @@ async fn grants(authz: &Process) -> Value {
         .clone()
 }
 
-fn count(grants: &Value, grant: &str) -> u64 {
+pub(crate) fn count(grants: &Value, grant: &str) -> u64 {
     grants[grant].as_u64().unwrap_or(0)
 }
 
-const CLIENT_CREDENTIALS: &str = "client_credentials";
+pub(crate) const CLIENT_CREDENTIALS: &str = "client_credentials";
 const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 
 /// What the agent made of the tokens it was sent.
