@@ -5,6 +5,7 @@
 use a2a_agui::ErrorCode;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 use url::Url;
 
@@ -16,7 +17,7 @@ use crate::signing::{Policy, Signer, Verdict};
 use crate::upstream::forwarding::{first_value, list_values};
 use crate::upstream::outbound::{self, Forwarded};
 use crate::upstream::target::base_url;
-use crate::upstream::{Agent, CardError, UNTRUSTED_CARD};
+use crate::upstream::{Agent, CARD_ELEMENTS, CardError, UNTRUSTED_CARD, answer};
 
 /// The extension URI announcing AG-UI output (the one Hector declared).
 pub const AGUI_EXTENSION_URI: &str = "https://ag-ui.org/protocol/v1";
@@ -279,9 +280,14 @@ pub async fn serve_extended(
         .read_body(response)
         .await
         .map_err(|err| unavailable(agent, &err.to_string()))?;
-    let mut document: Value = match serde_json::from_slice(&answer) {
-        Ok(document) => document,
-        Err(_) => return Ok((status, answer).into_response()),
+    let mut document = match answer::parse(&answer, CARD_ELEMENTS) {
+        Some(document) => document,
+        // JSON of more elements than a card holds: not shown as it came
+        // (it would not be readdressed), not built either.
+        None if serde_json::from_slice::<IgnoredAny>(&answer).is_ok() => {
+            return Err(unavailable(agent, "the extended agent card is too large"));
+        }
+        None => return Ok((status, answer).into_response()),
     };
     let public = public_base(config, uri, headers);
     let gateway_base = format!("{public}{mount}");

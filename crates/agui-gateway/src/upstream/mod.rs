@@ -17,7 +17,7 @@ mod rpc;
 pub mod target;
 pub mod tls;
 
-pub use card::{CardError, CardInfo, CardStatus, UNTRUSTED_CARD, card_endpoint};
+pub use card::{CARD_ELEMENTS, CardError, CardInfo, CardStatus, UNTRUSTED_CARD, card_endpoint};
 pub use rpc::{
     A2UI_MEDIA_TYPE, OutgoingMessage, OutgoingPart, TaskCall, list_tasks_request,
     streaming_request, task_request,
