@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod cors;
+mod drain;
 pub mod error;
 mod h2;
 pub mod listener;

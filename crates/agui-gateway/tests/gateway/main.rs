@@ -19,6 +19,7 @@ mod frameworks;
 mod framing;
 mod grpc_upstream;
 mod hardening;
+mod hardening_edge;
 mod ids;
 mod in_process;
 mod input;
