@@ -38,6 +38,7 @@ pub async fn serve(config: Config, banner: Option<Banner>, log: Log) -> anyhow::
         max_connections: config.limits.max_connections,
         header_read_timeout: config.limits.header_read_timeout,
         write_timeout: config.limits.write_timeout,
+        max_request_bytes: config.limits.max_request_bytes,
     };
     warn_if_files_run_short(limits.max_connections);
     let tracing_provider = match &config.otlp_endpoint {

@@ -18,6 +18,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::uri::{Authority, PathAndQuery, Scheme};
 use axum::http::{HeaderValue, Request, Uri, header};
@@ -32,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
+use super::bodies::{Budget, CONNECTION_WINDOW};
 pub use super::drain::AFTER_STOP;
 use super::drain::Ends;
 use super::h2::Watch;
@@ -45,6 +47,9 @@ pub struct ConnectionLimits {
     pub max_connections: usize,
     pub header_read_timeout: Duration,
     pub write_timeout: Duration,
+    /// What each request body may be: an HTTP/2 connection's bodies in
+    /// flight share a budget of a few of them (`bodies.rs`).
+    pub max_request_bytes: usize,
 }
 
 /// The read buffer of a connection, which bounds a request head.
@@ -189,6 +194,7 @@ impl Protocols {
         http2
             .timer(TokioTimer::new())
             .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
+            .initial_connection_window_size(CONNECTION_WINDOW)
             // The same bound on a request head as HTTP/1.1's.
             .max_header_list_size(MAX_HEAD_BYTES as u32)
             .keep_alive_interval(H2_PING_EVERY)
@@ -284,9 +290,11 @@ impl Protocols {
             }
             Negotiated::Http2 => {
                 let watch = Watch::new(accepted);
+                let budget = Budget::for_bodies_of(self.limits.max_request_bytes);
                 let service = {
                     let watch = watch.clone();
-                    service_fn(move |mut request: Request<Incoming>| {
+                    service_fn(move |request: Request<Incoming>| {
+                        let mut request = request.map(|body| Body::new(budget.wrap(body)));
                         request.extensions_mut().insert(ConnectInfo(peer));
                         request.extensions_mut().insert(transport);
                         host_from_authority(&mut request);
@@ -437,7 +445,7 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Prefixed<I> {
 /// Over TLS an origin-form target becomes absolute with its `Host` as the
 /// authority; one whose `Host` is no authority keeps no scheme (and the
 /// `Transport` extension still says TLS).
-fn own_scheme(request: &mut Request<Incoming>, secure: bool) {
+fn own_scheme<B>(request: &mut Request<B>, secure: bool) {
     // The common case (clear text, origin form) is left as it came, before
     // any copy of the URI.
     if !secure && request.uri().scheme().is_none() {
@@ -467,7 +475,7 @@ fn own_scheme(request: &mut Request<Incoming>, secure: bool) {
 /// the gateway's readers of `Host` (forwarding, logs, CORS) get it there.
 /// A `Host` beside it that says otherwise is replaced (RFC 9113 8.3.1:
 /// the two must agree; the authority is what the card is built from).
-fn host_from_authority(request: &mut Request<Incoming>) {
+fn host_from_authority<B>(request: &mut Request<B>) {
     let host = request
         .uri()
         .authority()

@@ -4,6 +4,7 @@
 //! routes.
 
 pub mod auth;
+pub mod bodies;
 pub mod cors;
 mod drain;
 pub mod error;
