@@ -4,9 +4,10 @@
 //! connections idle between requests), and a write timeout (a client that
 //! stopped reading). On drain, the listener closes and every connection
 //! finishes its current request, in the time `drain.rs` gives it; one
-//! still in its handshake or preface is dropped. TLS (with ALPN) and HTTP/2 hold the same
-//! bounds: the handshake or the preface must come within the header-read
-//! timeout, and `h2.rs` keeps the others per HTTP/2 stream.
+//! still in its handshake or preface is dropped. TLS (with ALPN) and
+//! HTTP/2 hold the same bounds: the handshake or the preface must come
+//! within the header-read timeout, `h2.rs` keeps the others per HTTP/2
+//! stream, and `bodies.rs` bounds an HTTP/2 connection's request bodies.
 
 use std::convert::Infallible;
 use std::future::Future;
