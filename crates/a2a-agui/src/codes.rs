@@ -99,7 +99,8 @@ error_codes! {
     GatewayShuttingDown = "GATEWAY_SHUTTING_DOWN", Gateway;
     /// The gateway is draining and takes no new requests.
     GatewayDraining = "GATEWAY_DRAINING", Gateway;
-    /// `max_streams` streams are already open.
+    /// `max_streams` streams are already open, or the request bodies in
+    /// flight on the client's HTTP/2 connection are at their bound.
     GatewayBusy = "GATEWAY_BUSY", Gateway;
     /// `max_connections` client connections are already open (sent on the
     /// refused connection itself, then it is closed).

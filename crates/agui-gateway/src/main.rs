@@ -102,7 +102,10 @@ fn main() -> anyhow::Result<()> {
         }) => {
             let log = log.log_format;
             logged(log, || {
-                runtime(None)?.block_on(cli::demo::demo(listen, delay_ms, tls, cors, log))
+                run_to_exit(
+                    runtime(None)?,
+                    cli::demo::demo(listen, delay_ms, tls, cors, log),
+                )
             })
         }
         None => {
@@ -110,7 +113,7 @@ fn main() -> anyhow::Result<()> {
             let log = cli.serve.log.log_format;
             logged(log, || {
                 let config = cli.serve.into_config()?;
-                runtime(workers)?.block_on(cli::serve::serve(config, None, log))
+                run_to_exit(runtime(workers)?, cli::serve::serve(config, None, log))
             })
         }
     }
@@ -133,6 +136,18 @@ fn logged(log: Log, run: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// Runs a serving command to its end, then leaves without waiting for
+/// blocking work still running (an export to a slow collector, a name
+/// lookup): dropping the runtime would wait for it, past the grace.
+fn run_to_exit(
+    runtime: tokio::runtime::Runtime,
+    serving: impl std::future::Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    let served = runtime.block_on(serving);
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    served
 }
 
 fn runtime(workers: Option<usize>) -> anyhow::Result<tokio::runtime::Runtime> {

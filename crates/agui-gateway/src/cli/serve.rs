@@ -38,6 +38,7 @@ pub async fn serve(config: Config, banner: Option<Banner>, log: Log) -> anyhow::
         max_connections: config.limits.max_connections,
         header_read_timeout: config.limits.header_read_timeout,
         write_timeout: config.limits.write_timeout,
+        max_request_bytes: config.limits.max_request_bytes,
     };
     warn_if_files_run_short(limits.max_connections);
     let tracing_provider = match &config.otlp_endpoint {
@@ -142,19 +143,26 @@ pub async fn serve(config: Config, banner: Option<Banner>, log: Log) -> anyhow::
     let stop = shutdown.stop.clone();
     tokio::select! {
         () = server => {}
-        // Streams end at `stop`; give their last frames a moment, then go.
-        _ = async { stop.cancelled().await; tokio::time::sleep(Duration::from_secs(5)).await } => {
+        // Streams end at `stop` and their connections within
+        // `AFTER_STOP`; this only backs that up.
+        _ = async { stop.cancelled().await; tokio::time::sleep(listener::AFTER_STOP + LAST_SPANS).await } => {
             tracing::warn!("connections still open after the grace period; exiting");
         }
     }
     if let Some(provider) = tracing_provider {
-        // The last spans: flushed off the runtime's threads, bounded.
+        // The last spans: flushed off the runtime's threads, within what
+        // is left of the second after the grace (`main` does not wait
+        // for an export still running).
         let flush = tokio::task::spawn_blocking(move || provider.shutdown());
-        let _ = tokio::time::timeout(Duration::from_secs(5), flush).await;
+        let _ = tokio::time::timeout(LAST_SPANS, flush).await;
     }
     tracing::info!("gateway stopped");
     Ok(())
 }
+
+/// What the last spans' export may take at exit: with `AFTER_STOP`, the
+/// gateway is gone within a second of the grace.
+const LAST_SPANS: Duration = Duration::from_millis(300);
 
 /// Each connection may need an upstream socket too: a cap the open-file
 /// limit cannot honour fails as accept errors instead of clean 503s.

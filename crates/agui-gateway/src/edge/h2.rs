@@ -13,13 +13,16 @@
 //! its inner body dropped (what a disconnect does: the run detaches or is
 //! cancelled), and hyper resets the stream when it next polls. A
 //! connection with nothing in flight for the header-read timeout is closed.
+//! The watch also says when a connection asked to finish has nothing open
+//! any more (`quiet`), so it closes then rather than when the client does.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use axum::body::Body;
@@ -49,6 +52,13 @@ pub struct Watch {
     /// `started`).
     last_active: AtomicU64,
     bodies: Mutex<Vec<Weak<Stream>>>,
+    /// Response bodies hyper still holds (the list above keeps dropped
+    /// ones until the next sweep).
+    open: AtomicUsize,
+    /// Told when the last request in flight or open body goes.
+    quieted: Notify,
+    /// A request came (a connection without one has nothing to finish).
+    asked: AtomicBool,
 }
 
 /// A response body's state, shared by the body and the watch.
@@ -65,8 +75,9 @@ pub struct InFlight(Arc<Watch>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
         self.0.touch();
+        self.0.tell_if_quiet();
     }
 }
 
@@ -79,7 +90,32 @@ impl Watch {
             in_flight: AtomicUsize::new(0),
             last_active: AtomicU64::new(0),
             bodies: Mutex::new(Vec::new()),
+            open: AtomicUsize::new(0),
+            quieted: Notify::new(),
+            asked: AtomicBool::new(false),
         })
+    }
+
+    /// Whether a request ever came on the connection.
+    pub fn was_asked(&self) -> bool {
+        self.asked.load(Ordering::Relaxed)
+    }
+
+    /// No request in flight and no response body open.
+    pub fn is_quiet(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) == 0 && self.open.load(Ordering::Acquire) == 0
+    }
+
+    /// Resolves once the connection may have turned quiet since the last
+    /// call (a stored permit: a change before the wait is not missed).
+    pub async fn quieted(&self) {
+        self.quieted.notified().await;
+    }
+
+    fn tell_if_quiet(&self) {
+        if self.is_quiet() {
+            self.quieted.notify_one();
+        }
     }
 
     fn now_ms(&self) -> u64 {
@@ -91,7 +127,8 @@ impl Watch {
     }
 
     pub fn request(self: &Arc<Self>) -> InFlight {
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.asked.store(true, Ordering::Relaxed);
         self.touch();
         InFlight(self.clone())
     }
@@ -108,6 +145,7 @@ impl Watch {
             }
             bodies.push(Arc::downgrade(&stream));
         }
+        self.open.fetch_add(1, Ordering::AcqRel);
         Body::new(Watched {
             stream,
             watch: self.clone(),
@@ -182,6 +220,13 @@ struct Watched {
 #[derive(Debug, thiserror::Error)]
 #[error("the client stopped reading this stream")]
 struct Stalled;
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        self.watch.open.fetch_sub(1, Ordering::AcqRel);
+        self.watch.tell_if_quiet();
+    }
+}
 
 impl Watched {
     /// The next at most `MAX_HANDED` bytes of `rest`.
@@ -315,6 +360,23 @@ mod tests {
         // Nothing open, nothing in flight: idle once `idle` has passed.
         assert!(watch.sweep_at(90_000, write, idle));
         assert!(!watch.sweep_at(101_000, write, idle));
+    }
+
+    #[tokio::test]
+    async fn the_watch_says_when_the_last_request_or_body_goes() {
+        let watch = Watch::new(Instant::now());
+        assert!(watch.is_quiet() && !watch.was_asked());
+        let request = watch.request();
+        assert!(!watch.is_quiet() && watch.was_asked());
+        // The body is watched before the request is uncounted.
+        let body = watch.watched(Body::from("ok"));
+        drop(request);
+        assert!(!watch.is_quiet());
+        drop(body);
+        assert!(watch.is_quiet());
+        // Told, and the notice kept until someone waits.
+        let told = tokio::time::timeout(Duration::from_millis(100), watch.quieted()).await;
+        assert!(told.is_ok());
     }
 
     #[tokio::test]

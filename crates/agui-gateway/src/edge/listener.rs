@@ -3,9 +3,11 @@
 //! socket, then close), a header-read timeout (slowloris, and kept-alive
 //! connections idle between requests), and a write timeout (a client that
 //! stopped reading). On drain, the listener closes and every connection
-//! finishes its current request. TLS (with ALPN) and HTTP/2 hold the same
-//! bounds: the handshake or the preface must come within the header-read
-//! timeout, and `h2.rs` keeps the others per HTTP/2 stream.
+//! finishes its current request, in the time `drain.rs` gives it; one
+//! still in its handshake or preface is dropped. TLS (with ALPN) and
+//! HTTP/2 hold the same bounds: the handshake or the preface must come
+//! within the header-read timeout, `h2.rs` keeps the others per HTTP/2
+//! stream, and `bodies.rs` bounds an HTTP/2 connection's request bodies.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -17,13 +19,13 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::uri::{Authority, PathAndQuery, Scheme};
 use axum::http::{HeaderValue, Request, Uri, header};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulConnection;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -32,6 +34,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
+use super::bodies::{Budget, CONNECTION_WINDOW};
+pub use super::drain::AFTER_STOP;
+use super::drain::Ends;
 use super::h2::Watch;
 use super::tls::{EdgeTls, Negotiated};
 use crate::obs::metrics::Metrics;
@@ -43,6 +48,9 @@ pub struct ConnectionLimits {
     pub max_connections: usize,
     pub header_read_timeout: Duration,
     pub write_timeout: Duration,
+    /// What each request body may be: an HTTP/2 connection's bodies in
+    /// flight share a budget of a few of them (`bodies.rs`).
+    pub max_request_bytes: usize,
 }
 
 /// The read buffer of a connection, which bounds a request head.
@@ -80,7 +88,7 @@ const H2_PING_TIMEOUT: Duration = Duration::from_secs(20);
 /// requests are refused from then; HTTP/2 clients get a GOAWAY so they
 /// open their next stream elsewhere, as HTTP/1.1 clients do on the
 /// refusal's `Connection: close`), and `stop` (the listener closes, every
-/// connection finishes its current requests).
+/// connection finishes its current requests within `AFTER_STOP`).
 #[derive(Clone)]
 pub struct DrainSignals {
     pub draining: CancellationToken,
@@ -94,11 +102,6 @@ pub struct Transport {
     /// Over TLS.
     pub secure: bool,
 }
-
-/// How long a connection asked to finish while idle may take to say
-/// goodbye (an HTTP/2 GOAWAY, then the close: a client that has not
-/// finished its handshake gets no longer).
-const GOODBYE: Duration = Duration::from_secs(1);
 
 /// Serves `app` on `listener` until `drain.stop` fires, then waits for open
 /// connections to finish their requests. With `tls`, every connection is
@@ -192,6 +195,7 @@ impl Protocols {
         http2
             .timer(TokioTimer::new())
             .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
+            .initial_connection_window_size(CONNECTION_WINDOW)
             // The same bound on a request head as HTTP/1.1's.
             .max_header_list_size(MAX_HEAD_BYTES as u32)
             .keep_alive_interval(H2_PING_EVERY)
@@ -222,17 +226,17 @@ impl Protocols {
             accepted,
             secure: self.tls.is_some(),
         };
+        let stop = &drain.stop;
         match &self.tls {
             Some(tls) => {
-                let Ok(Ok(io)) = tokio::time::timeout(within, tls.acceptor().accept(io)).await
-                else {
+                let Some(io) = opening(stop, within, tls.acceptor().accept(io)).await else {
                     return;
                 };
                 let protocol = Negotiated::of(io.get_ref().1.alpn_protocol());
                 self.requests(io, protocol, at, app, drain).await;
             }
             None => {
-                let Ok(Ok((io, protocol))) = tokio::time::timeout(within, sniff(io)).await else {
+                let Some((io, protocol)) = opening(stop, within, sniff(io)).await else {
                     return;
                 };
                 self.requests(io, protocol, at, app, drain).await;
@@ -281,14 +285,17 @@ impl Protocols {
                 let ends = Ends {
                     stop: drain.stop,
                     draining: None,
+                    watch: None,
                 };
                 ends.drive(connection, std::future::pending()).await;
             }
             Negotiated::Http2 => {
                 let watch = Watch::new(accepted);
+                let budget = Budget::for_bodies_of(self.limits.max_request_bytes);
                 let service = {
                     let watch = watch.clone();
-                    service_fn(move |mut request: Request<Incoming>| {
+                    service_fn(move |request: Request<Incoming>| {
+                        let mut request = request.map(|body| Body::new(budget.wrap(body)));
                         request.extensions_mut().insert(ConnectInfo(peer));
                         request.extensions_mut().insert(transport);
                         host_from_authority(&mut request);
@@ -298,21 +305,41 @@ impl Protocols {
                         let call = app.clone().oneshot(request);
                         async move {
                             let response = call.await?;
+                            // Watched before the request is uncounted: the
+                            // connection never looks quiet in between.
+                            let response = response.map(|body| watch.watched(body));
                             drop(in_flight);
-                            Ok::<_, Infallible>(response.map(|body| watch.watched(body)))
+                            Ok::<_, Infallible>(response)
                         }
                     })
                 };
                 let connection = self.http2.serve_connection(io, service);
                 let limits = self.limits;
-                let idle = watch.idle(limits.write_timeout, limits.header_read_timeout);
+                let idle = watch
+                    .clone()
+                    .idle(limits.write_timeout, limits.header_read_timeout);
                 let ends = Ends {
                     stop: drain.stop,
                     draining: Some(drain.draining),
+                    watch: Some(watch),
                 };
                 ends.drive(connection, idle).await;
             }
         }
+    }
+}
+
+/// A connection's opening (the TLS handshake, the preface) within
+/// `within`; none if it fails, or at `stop`: a connection that has not
+/// sent its first request has nothing to finish, and is dropped at once.
+async fn opening<T, E>(
+    stop: &CancellationToken,
+    within: Duration,
+    opened: impl Future<Output = Result<T, E>>,
+) -> Option<T> {
+    tokio::select! {
+        () = stop.cancelled() => None,
+        opened = tokio::time::timeout(within, opened) => opened.ok()?.ok(),
     }
 }
 
@@ -322,59 +349,6 @@ struct Arrival {
     peer: SocketAddr,
     accepted: tokio::time::Instant,
     secure: bool,
-}
-
-/// What asks a connection to finish.
-struct Ends {
-    stop: CancellationToken,
-    /// HTTP/2's: a GOAWAY at once when draining.
-    draining: Option<CancellationToken>,
-}
-
-impl Ends {
-    /// Drives `connection` to its end. Asked to finish (on `stop`, on
-    /// `draining`, or when `idle` resolves), it completes its open
-    /// requests and closes; one asked while idle has `GOODBYE` to do so.
-    async fn drive<C>(self, connection: C, idle: impl Future<Output = ()>)
-    where
-        C: GracefulConnection,
-    {
-        let mut connection = std::pin::pin!(connection);
-        let mut idle = std::pin::pin!(idle);
-        let draining = async {
-            match &self.draining {
-                Some(draining) => draining.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
-        let mut draining = std::pin::pin!(draining);
-        let mut asked = false;
-        let mut goodbye: Option<Pin<Box<tokio::time::Sleep>>> = None;
-        loop {
-            tokio::select! {
-                _ = connection.as_mut() => return,
-                () = self.stop.cancelled(), if !asked => {
-                    asked = true;
-                    connection.as_mut().graceful_shutdown();
-                }
-                () = &mut draining, if !asked => {
-                    asked = true;
-                    connection.as_mut().graceful_shutdown();
-                }
-                () = &mut idle, if !asked => {
-                    asked = true;
-                    connection.as_mut().graceful_shutdown();
-                    goodbye = Some(Box::pin(tokio::time::sleep(GOODBYE)));
-                }
-                () = async {
-                    match goodbye.as_mut() {
-                        Some(sleep) => sleep.await,
-                        None => std::future::pending().await,
-                    }
-                } => return,
-            }
-        }
-    }
 }
 
 /// The HTTP/2 connection preface (RFC 9113 3.4).
@@ -472,7 +446,7 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Prefixed<I> {
 /// Over TLS an origin-form target becomes absolute with its `Host` as the
 /// authority; one whose `Host` is no authority keeps no scheme (and the
 /// `Transport` extension still says TLS).
-fn own_scheme(request: &mut Request<Incoming>, secure: bool) {
+fn own_scheme<B>(request: &mut Request<B>, secure: bool) {
     // The common case (clear text, origin form) is left as it came, before
     // any copy of the URI.
     if !secure && request.uri().scheme().is_none() {
@@ -502,7 +476,7 @@ fn own_scheme(request: &mut Request<Incoming>, secure: bool) {
 /// the gateway's readers of `Host` (forwarding, logs, CORS) get it there.
 /// A `Host` beside it that says otherwise is replaced (RFC 9113 8.3.1:
 /// the two must agree; the authority is what the card is built from).
-fn host_from_authority(request: &mut Request<Incoming>) {
+fn host_from_authority<B>(request: &mut Request<B>) {
     let host = request
         .uri()
         .authority()

@@ -4,7 +4,9 @@
 //! routes.
 
 pub mod auth;
+pub mod bodies;
 pub mod cors;
+mod drain;
 pub mod error;
 mod h2;
 pub mod listener;

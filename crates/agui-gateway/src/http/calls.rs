@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 use a2a_agui::ErrorCode;
 use axum::body::{Body, Bytes};
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
+use http_body_util::BodyExt;
 
 use super::gate;
+use crate::edge::bodies::BodiesInFlight;
 use crate::edge::error::ApiError;
 use crate::journal::{CallerDigest, Owner, RunBy};
 use crate::obs::access::{AccessNote, Mode};
@@ -60,20 +62,29 @@ pub fn run_by(
 }
 
 /// The request body, up to `max_request_bytes` and within
-/// `request_body_timeout`; past either, a JSON error.
+/// `request_body_timeout`; past either, or past its HTTP/2 connection's
+/// budget of bodies in flight (`edge::bodies`), a JSON error.
 pub async fn read_body(state: &AppState, body: Body) -> Result<Bytes, ApiError> {
     let limits = &state.config.limits;
     let limit = limits.max_request_bytes;
-    let read = tokio::time::timeout(
-        limits.request_body_timeout,
-        axum::body::to_bytes(body, limit),
-    );
+    let read = tokio::time::timeout(limits.request_body_timeout, read_within(body, limit));
     match read.await {
         Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(_)) => Err(ApiError::new(
+        Ok(Err(Unread::TooLarge)) => Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::RequestTooLarge,
             format!("the request body exceeds {limit} bytes"),
+        )),
+        Ok(Err(Unread::InFlight(limit))) => Err(ApiError::unavailable(
+            ErrorCode::GatewayBusy,
+            format!(
+                "the request bodies being sent on this connection reached {limit} bytes together; send this one again when they are in"
+            ),
+        )
+        .with_header(header::RETRY_AFTER, HeaderValue::from_static("1"))),
+        Ok(Err(Unread::Broken)) => Err(ApiError::bad_request(
+            ErrorCode::InvalidRequest,
+            "the request body broke off before its end",
         )),
         Err(_) => Err(ApiError::new(
             StatusCode::REQUEST_TIMEOUT,
@@ -84,4 +95,42 @@ pub async fn read_body(state: &AppState, body: Body) -> Result<Bytes, ApiError> 
             ),
         )),
     }
+}
+
+/// Why a body was not read.
+enum Unread {
+    TooLarge,
+    /// Its HTTP/2 connection's bodies in flight reached this many bytes.
+    InFlight(usize),
+    Broken,
+}
+
+/// Reads `body` into one buffer, checking `limit` before it grows. The
+/// buffer grows by doubling from what came (never reserved from a length
+/// the client declares, nor past `limit`), each frame copied and dropped
+/// at once (an HTTP/2 frame is a slice of the connection's read buffer),
+/// and is trimmed to its length at the end.
+async fn read_within(mut body: Body, limit: usize) -> Result<Bytes, Unread> {
+    let mut buffer: Vec<u8> = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|err| match err.into_inner().downcast::<BodiesInFlight>() {
+            Ok(spent) => Unread::InFlight(spent.limit),
+            Err(_) => Unread::Broken,
+        })?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if data.len() > limit - buffer.len() {
+            return Err(Unread::TooLarge);
+        }
+        if buffer.capacity() - buffer.len() < data.len() {
+            let grown = (buffer.capacity() * 2)
+                .max(buffer.len() + data.len())
+                .min(limit);
+            buffer.reserve_exact(grown - buffer.len());
+        }
+        buffer.extend_from_slice(&data);
+    }
+    buffer.shrink_to_fit();
+    Ok(Bytes::from(buffer))
 }

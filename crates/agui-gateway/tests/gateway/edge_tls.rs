@@ -355,13 +355,7 @@ async fn h2_run(
     h2::RecvStream,
     tokio::task::JoinHandle<Result<(), h2::Error>>,
 ) {
-    let tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-    let (client, connection) = h2::client::Builder::new()
-        .initial_window_size(window)
-        .handshake::<_, Bytes>(tcp)
-        .await
-        .unwrap();
-    let connection = tokio::spawn(connection);
+    let (client, connection) = h2_connect(port, window).await;
     let mut client = client.ready().await.unwrap();
     let (response, mut send) = client
         .send_request(h2_request(port, "http", scenario), false)
@@ -373,7 +367,25 @@ async fn h2_run(
     (client, response.into_body(), connection)
 }
 
-fn h2_request(port: u16, scheme: &str, scenario: &str) -> axum::http::Request<()> {
+/// An HTTP/2 connection by prior knowledge whose stream windows are
+/// `window` bytes, and its task.
+pub(crate) async fn h2_connect(
+    port: u16,
+    window: u32,
+) -> (
+    h2::client::SendRequest<Bytes>,
+    tokio::task::JoinHandle<Result<(), h2::Error>>,
+) {
+    let tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let (client, connection) = h2::client::Builder::new()
+        .initial_window_size(window)
+        .handshake::<_, Bytes>(tcp)
+        .await
+        .unwrap();
+    (client, tokio::spawn(connection))
+}
+
+pub(crate) fn h2_request(port: u16, scheme: &str, scenario: &str) -> axum::http::Request<()> {
     axum::http::Request::post(format!(
         "{scheme}://127.0.0.1:{port}/v1/agents/default/stream?format=agui"
     ))

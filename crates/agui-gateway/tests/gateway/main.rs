@@ -21,6 +21,7 @@ mod grpc_upstream;
 mod hardening;
 mod hardening_answers;
 mod hardening_cards;
+mod hardening_edge;
 mod hardening_journal;
 mod hardening_replays;
 mod hardening_tokens;
