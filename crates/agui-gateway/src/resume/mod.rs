@@ -6,6 +6,7 @@
 //! memory; with a shared journal, one held elsewhere is followed through
 //! Redis (`remote`).
 
+mod conversation;
 mod remote;
 pub mod replay;
 mod threads;
@@ -21,7 +22,8 @@ use serde_json::Value;
 use std::convert::Infallible;
 use std::sync::Arc;
 
-pub use replay::{ThreadAsk, WhenEmpty};
+pub use conversation::ThreadAsk;
+pub use replay::WhenEmpty;
 pub use threads::threads;
 
 use crate::edge::error::{ApiError, bounded_id};

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::MAX_ID_BYTES;
-use super::replay::{AGENT_DEADLINE, result, started_by};
+use super::conversation::{AGENT_DEADLINE, result, started_by};
 use crate::config::A2aVersion;
 use crate::journal::{CallerDigest, MAX_LISTED, Shelf, ThreadRef, ThreadSummary};
 use crate::state::AppState;

@@ -35,6 +35,7 @@ mod matrix;
 mod negotiation;
 mod operations;
 mod passthrough;
+mod proc;
 mod readme;
 mod replicas;
 mod resume;
