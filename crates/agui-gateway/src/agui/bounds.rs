@@ -15,9 +15,12 @@ use serde_json::Value;
 use crate::edge::error::{ApiError, bounded_id};
 
 /// The most entries of one list (messages, tools, context, `resume`, the
-/// tool calls of all messages): a thread's replay shows at most as many
-/// messages (`a2a_agui::MAX_MESSAGES`).
-pub const MAX_ENTRIES: usize = 4096;
+/// tool calls of all messages). Clients send a thread's whole history with
+/// every run, so this is far past any conversation a person has (a thread
+/// past it could never be continued): within `max_request_bytes` it only
+/// refuses floods of near-empty entries, each of which costs a parsed
+/// value and a check however small it is.
+pub const MAX_ENTRIES: usize = 65_536;
 
 /// Checks the input's identifiers and lists; the first one out of bounds
 /// is the error (`ID_TOO_LONG` names the field, `INVALID_RUN_INPUT` the
@@ -152,7 +155,7 @@ mod tests {
             assert_eq!(refused(input).0, ErrorCode::InvalidRunInput, "{key}");
         }
         let call = json!({ "id": "c", "function": { "name": "f" } });
-        let message = json!({ "role": "assistant", "toolCalls": vec![call; 3000] });
+        let message = json!({ "role": "assistant", "toolCalls": vec![call; MAX_ENTRIES / 2 + 1] });
         let input =
             json!({ "threadId": "t", "runId": "r", "messages": [message.clone(), message] });
         assert_eq!(refused(input).0, ErrorCode::InvalidRunInput);

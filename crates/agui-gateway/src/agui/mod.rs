@@ -7,7 +7,7 @@
 //! - `input`: what is new since the agent last spoke is sent, once; tool
 //!   messages as tool results; `resume` answers the waiting task or
 //!   cancels it.
-//! - `bounds`: every identifier within 1 KiB, every list within 4,096
+//! - `bounds`: every identifier within 1 KiB, every list within 65,536
 //!   entries, before anything of the input is kept, sent or echoed.
 //! - `extension`: tools, state, context, instructions and the rest of
 //!   `forwardedProps` travel in the message metadata.

@@ -107,7 +107,10 @@ impl Ends {
                     }
                 }
                 () = &mut idle, if asked == Asked::No => {
-                    asked = Asked::Finally;
+                    // As a drain: hyper's first GOAWAY leaves room for a
+                    // stream the client opened meanwhile, which is then
+                    // served, not cut when the goodbye's time is up.
+                    asked = Asked::Draining;
                     connection.as_mut().graceful_shutdown();
                     deadline.by(GOODBYE);
                 }

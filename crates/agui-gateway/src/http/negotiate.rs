@@ -90,15 +90,19 @@ pub fn negotiate(method: &Method, path: &str, body: &[u8]) -> Result<Negotiated,
     }
     let json: Value = serde_json::from_slice(body)
         .map_err(|e| bad(format!("the request body is not JSON: {e}")))?;
-    a2a_ids(&json)?;
     if let Some(rpc_method) = json.get("method").and_then(Value::as_str) {
-        return Ok(
-            if STREAMING_METHODS.contains(&rpc_method) || SEND_METHODS.contains(&rpc_method) {
-                Negotiated::Forward
-            } else {
-                Negotiated::NotConvertible
-            },
-        );
+        // Only a call the gateway converts is read for its ids: any other
+        // method goes on as it came.
+        let converted =
+            STREAMING_METHODS.contains(&rpc_method) || SEND_METHODS.contains(&rpc_method);
+        if converted {
+            a2a_ids(&json)?;
+        }
+        return Ok(if converted {
+            Negotiated::Forward
+        } else {
+            Negotiated::NotConvertible
+        });
     }
     if json.get("threadId").is_some()
         && json.get("runId").is_some()
@@ -106,6 +110,7 @@ pub fn negotiate(method: &Method, path: &str, body: &[u8]) -> Result<Negotiated,
     {
         return Ok(Negotiated::RunAgentInput);
     }
+    a2a_ids(&json)?;
     let message = json
         .get("request")
         .or_else(|| json.get("message"))

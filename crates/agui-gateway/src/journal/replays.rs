@@ -16,7 +16,10 @@
 //!   read out are bounded per reader (`MAX_PER_READER`): an unread replay
 //!   costs its budget, never memory of its own;
 //! - one build at a time per replay (one waiting finds what the one before
-//!   it built), `BUILDS` at a time in all.
+//!   it built). Builds of different threads are not queued behind each
+//!   other: one that waits on a slow agent must not hold up replays the
+//!   journal answers, and what builds hold is bounded where it is read
+//!   (the journal's bytes, `upstream::answer`'s budget).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -24,7 +27,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, Semaphore, SemaphorePermit};
+use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, Semaphore};
 
 use super::{CallerDigest, ThreadRef};
 
@@ -38,9 +41,6 @@ pub const MAX_PER_READER: usize = 64 << 20;
 const FRESH_FOR: Duration = Duration::from_secs(30);
 /// How long one built from the agent's tasks does.
 const FRESH_FROM_AGENT: Duration = Duration::from_secs(2);
-/// Builds at once: what they hold while building (the journal's frames
-/// read back, the agent's answers) is bounded by this many.
-const BUILDS: usize = 8;
 /// Cached replays at most (each also holds its bytes' room).
 const MAX_CACHED: usize = 1024;
 /// Readers with bytes out at most: past it a new reader waits for room.
@@ -110,7 +110,6 @@ pub struct Replays {
     book: Arc<Mutex<Book>>,
     /// `MAX_HELD` in KiB.
     room: Arc<Semaphore>,
-    builds: Semaphore,
 }
 
 impl Default for Replays {
@@ -118,7 +117,6 @@ impl Default for Replays {
         Replays {
             book: Arc::default(),
             room: Arc::new(Semaphore::new(MAX_HELD >> 10)),
-            builds: Semaphore::new(BUILDS),
         }
     }
 }
@@ -138,7 +136,7 @@ impl Replays {
 
     /// A turn to build `thread`'s replay of `kind`, waited for until
     /// `deadline`: after whoever builds the same one now (look in the
-    /// cache again then), and within `BUILDS` at once.
+    /// cache again then).
     pub async fn build_turn(
         &self,
         thread: &ThreadRef,
@@ -147,21 +145,15 @@ impl Replays {
     ) -> Result<Turn<'_>, Refused> {
         let key = (*thread, kind);
         let same = self.lock().building.entry(key).or_default().clone();
-        let turn = async {
-            let own = same.clone().lock_owned().await;
-            let global = self.builds.acquire().await.ok()?;
-            Some((own, global))
-        };
-        let turn = tokio::time::timeout_at(deadline, turn).await;
+        let turn = tokio::time::timeout_at(deadline, same.clone().lock_owned()).await;
         drop(same);
         match turn {
-            Ok(Some((own, global))) => Ok(Turn {
+            Ok(own) => Ok(Turn {
                 key,
                 book: &self.book,
                 own: Some(own),
-                _global: global,
             }),
-            _ => {
+            Err(_) => {
                 forget_build(&self.book, &key);
                 Err(Refused::Busy)
             }
@@ -270,7 +262,6 @@ pub struct Turn<'a> {
     key: (ThreadRef, Kind),
     book: &'a Arc<Mutex<Book>>,
     own: Option<OwnedMutexGuard<()>>,
-    _global: SemaphorePermit<'a>,
 }
 
 impl Drop for Turn<'_> {

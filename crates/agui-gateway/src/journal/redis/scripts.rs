@@ -124,6 +124,8 @@ fn bounds() -> String {
 /// bytes, 9 its cost (`run_cost`); for a thread's run also 10 input messages, 11
 /// thread ref, 12 shelf, 13 `run_id\tkey`, 14 thread id, 15 now ms, 16
 /// thread lifetime ms, 17 runs per thread, 18 listed per shelf, 19 threads.
+/// The thread just run is never the one forgotten: scores are the
+/// replicas' clocks, and one behind the others would rank it oldest.
 fn open() -> String {
     format!(
         "{} \
@@ -150,13 +152,13 @@ fn open() -> String {
          local gone_before = tonumber(now) - tonumber(life) \
          redis.call('zadd', shelf, now, ref) \
          redis.call('zremrangebyscore', shelf, '-inf', '(' .. gone_before) \
-         for _, old in ipairs(redis.call('zrange', shelf, 0, -tonumber(ARGV[18]) - 1)) do forget(old) end \
+         for _, old in ipairs(redis.call('zrange', shelf, 0, -tonumber(ARGV[18]) - 1)) do if old ~= ref then forget(old) end end \
          redis.call('pexpire', shelf, life) \
          redis.call('zadd', THREADS, now, ref) \
          redis.call('zremrangebyscore', THREADS, '-inf', '(' .. gone_before) \
          local over = redis.call('zcard', THREADS) - tonumber(ARGV[19]) \
          if over > 0 then \
-           for _, old in ipairs(redis.call('zrange', THREADS, 0, over - 1)) do forget(old) end \
+           for _, old in ipairs(redis.call('zrange', THREADS, 0, over - 1)) do if old ~= ref then forget(old) end end \
          end \
          redis.call('pexpire', THREADS, life) \
          return 1",
