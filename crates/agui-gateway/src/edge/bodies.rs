@@ -43,6 +43,8 @@ pub const CONNECTION_WINDOW: u32 = 1 << 20;
 #[derive(Debug)]
 pub struct Budget {
     limit: usize,
+    /// One body's own bound (`max_request_bytes`).
+    per_body: usize,
     taken: AtomicUsize,
 }
 
@@ -52,6 +54,7 @@ impl Budget {
     pub fn for_bodies_of(max_request_bytes: usize) -> Arc<Budget> {
         Arc::new(Budget {
             limit: max_request_bytes.saturating_mul(BODIES_PER_CONNECTION),
+            per_body: max_request_bytes,
             taken: AtomicUsize::new(0),
         })
     }
@@ -117,6 +120,13 @@ where
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 let len = frame.data_ref().map_or(0, Bytes::len);
+                if this.held.saturating_add(len) > this.budget.per_body {
+                    // Past its own bound: every reader refuses it as too
+                    // large (413, RESOURCE_EXHAUSTED), which is the answer
+                    // it should get, not the connection's 503; it keeps
+                    // nothing of it.
+                    return Poll::Ready(Some(Ok(frame)));
+                }
                 if !this.budget.take(len) {
                     return Poll::Ready(Some(Err(Box::new(BodiesInFlight {
                         limit: this.budget.limit,
@@ -161,23 +171,42 @@ mod tests {
     async fn bodies_share_the_budget_and_give_it_back_when_dropped() {
         let budget = Budget::for_bodies_of(100);
         assert_eq!(budget.limit, 400);
-        let mut first = budget.wrap(body(&[150, 150]));
-        let mut second = budget.wrap(body(&[90, 20]));
-        assert!(first.frame().await.is_some_and(|f| f.is_ok()));
-        assert!(first.frame().await.is_some_and(|f| f.is_ok()));
-        assert!(second.frame().await.is_some_and(|f| f.is_ok()));
+        let mut bodies: Vec<_> = [&[60, 40][..], &[100], &[100], &[90], &[20]]
+            .into_iter()
+            .map(|chunks| budget.wrap(body(chunks)))
+            .collect();
+        for read in &mut bodies[..4] {
+            while let Some(frame) = read.frame().await {
+                assert!(frame.is_ok());
+            }
+        }
         // 390 taken: 20 more would pass 400.
-        let refused = second.frame().await.and_then(Result::err).expect("refused");
+        let refused = bodies[4]
+            .frame()
+            .await
+            .and_then(Result::err)
+            .expect("refused");
         assert!(
             refused.downcast_ref::<BodiesInFlight>().is_some(),
             "{refused}"
         );
-        drop(first);
-        assert_eq!(budget.taken.load(Ordering::Relaxed), 90);
-        drop(second);
+        bodies.truncate(3);
+        assert_eq!(budget.taken.load(Ordering::Relaxed), 300);
+        bodies.clear();
         assert_eq!(budget.taken.load(Ordering::Relaxed), 0);
-        let mut third = budget.wrap(body(&[400]));
-        assert!(third.frame().await.is_some_and(|f| f.is_ok()));
-        assert!(third.frame().await.is_none());
+        let mut whole = budget.wrap(body(&[100]));
+        assert!(whole.frame().await.is_some_and(|f| f.is_ok()));
+        assert!(whole.frame().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_body_past_its_own_bound_is_its_readers_to_refuse() {
+        let budget = Budget::for_bodies_of(100);
+        let mut big = budget.wrap(body(&[60, 60]));
+        assert!(big.frame().await.is_some_and(|f| f.is_ok()));
+        // Not the connection's refusal: the reader sees 120 bytes and
+        // answers too large; nothing more is taken.
+        assert!(big.frame().await.is_some_and(|f| f.is_ok()));
+        assert_eq!(budget.taken.load(Ordering::Relaxed), 60);
     }
 }
