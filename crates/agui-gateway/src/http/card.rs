@@ -287,7 +287,7 @@ pub async fn serve_extended(
         None if serde_json::from_slice::<IgnoredAny>(&answer).is_ok() => {
             return Err(unavailable(agent, "the extended agent card is too large"));
         }
-        None => return Ok((status, answer).into_response()),
+        None => return Ok((status, answer.into_bytes()).into_response()),
     };
     let public = public_base(config, uri, headers);
     let gateway_base = format!("{public}{mount}");

@@ -1,8 +1,8 @@
 //! The HTTP surface: the router and its handlers (`router`), the gate in
 //! front of every route (`gate`), the path routed on and the card calls in
 //! it (`paths`), what a request wants (`negotiate`), the agent card served
-//! through the gateway (`card`), gRPC passthrough (`grpc`) and the
-//! inspector's page (`inspect`).
+//! through the gateway (`card`), gRPC passthrough (`grpc`), the probes and
+//! metrics (`probes`) and the inspector's page (`inspect`).
 
 mod calls;
 pub mod card;
@@ -12,4 +12,5 @@ mod grpc;
 pub mod inspect;
 pub mod negotiate;
 pub mod paths;
+mod probes;
 pub mod router;

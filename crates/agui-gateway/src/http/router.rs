@@ -10,7 +10,7 @@ use a2a_agui::{ErrorCode, Options};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode, header};
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use futures::StreamExt;
@@ -18,6 +18,8 @@ use serde_json::{Value, json};
 
 use super::calls::{agui_input, read_body, run_by};
 use super::paths::{CardCall, card_call};
+pub use super::probes::admin_router;
+use super::probes::{agent_health, healthz, metrics, readyz};
 use super::{card, copilotkit, gate, grpc, inspect, paths};
 use crate::edge::cors;
 use crate::edge::error::ApiError;
@@ -33,7 +35,7 @@ use crate::signing::{Policy, Verdict};
 use crate::state::{AppHandle, AppState};
 use crate::upstream::forwarding::{ReturnPolicy, returned_headers};
 use crate::upstream::outbound::{self, Forwarded};
-use crate::upstream::{Agent, CardStatus, UpstreamError};
+use crate::upstream::{Agent, UpstreamError};
 
 pub fn router(state: AppHandle) -> Router {
     let mut router = Router::new().route("/healthz", get(healthz));
@@ -102,58 +104,6 @@ pub fn router(state: AppHandle) -> Router {
     ))
 }
 
-/// The admin listener's routes: probes and metrics, for the cluster only.
-pub fn admin_router(state: AppHandle) -> Router {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
-        .with_state(state)
-}
-
-async fn healthz() -> impl IntoResponse {
-    axum::Json(json!({ "status": "ok" }))
-}
-
-/// Ready when not draining and every upstream served its card at the last
-/// background refresh: a probe never calls an upstream, except (one at a
-/// time, at most every 2 s) before an agent's first refresh has finished.
-async fn readyz(State(state): State<AppHandle>) -> Result<Response, ApiError> {
-    if state.shutdown.unready.is_cancelled() {
-        return Err(ApiError::unavailable(
-            ErrorCode::GatewayDraining,
-            "draining",
-        ));
-    }
-    // Ready means this process takes requests. An agent that is down is
-    // reported (here, in `/v1/agents` and as `agui_gateway_agent_up`),
-    // but does not take the pod out: every replica shares the same
-    // agents, and taking them all out would refuse the agents that work.
-    let mut agents = serde_json::Map::new();
-    for (name, agent) in &state.agents {
-        agents.insert(name.clone(), agent_health(agent).await);
-    }
-    Ok(axum::Json(json!({ "ready": true, "agents": agents })).into_response())
-}
-
-/// An agent's health from its cached card state (fetched once if never).
-async fn agent_health(agent: &Agent) -> Value {
-    if matches!(agent.card_status(), CardStatus::Unknown) {
-        let _ = agent.current_card().await;
-    }
-    if let Some(err) = agent.credentials.as_ref().and_then(|c| c.failing()) {
-        // The agent may be up, but no run can call it without a token.
-        return json!({ "ready": false, "error": format!("no token for the agent: {err}") });
-    }
-    match agent.card_status() {
-        CardStatus::Ready => json!({ "ready": true }),
-        CardStatus::Failing(reason) => json!({ "ready": false, "error": reason }),
-        CardStatus::Unknown => {
-            json!({ "ready": false, "error": "the agent card has not been fetched yet" })
-        }
-    }
-}
-
 /// The gateway's card-signing key (`[card_signing] signing_key`), as the
 /// `jku` of the cards it signs names it.
 async fn card_keys(State(state): State<AppHandle>) -> Result<Response, ApiError> {
@@ -165,34 +115,6 @@ async fn card_keys(State(state): State<AppHandle>) -> Result<Response, ApiError>
             "this gateway signs no cards ([card_signing] signing_key)",
         )),
     }
-}
-
-async fn metrics(State(state): State<AppHandle>) -> Response {
-    for (name, agent) in &state.agents {
-        if agent.config.card_signatures != Policy::Off {
-            let verdict = agent.card_signature();
-            state
-                .metrics
-                .set_card_signature(name, verdict.as_ref().map(Verdict::as_str));
-        }
-    }
-    let agents_up: Vec<(&str, bool)> = state
-        .agents
-        .iter()
-        .map(|(name, agent)| {
-            (
-                name.as_str(),
-                matches!(agent.card_status(), CardStatus::Ready),
-            )
-        })
-        .collect();
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state
-            .metrics
-            .render(state.journal.as_ref().map(|j| j.usage()), &agents_up),
-    )
-        .into_response()
 }
 
 async fn list_agents(State(state): State<AppHandle>, request: Request) -> Response {

@@ -58,6 +58,15 @@ impl Answer {
     }
 }
 
+/// Why an answer was not read whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Unread {
+    #[error("the agent's answer is over its size limit")]
+    TooLarge,
+    #[error("the agent answers being read fill the gateway's budget for them")]
+    NoRoom,
+}
+
 /// An answer being read: room is taken before the bytes that need it are
 /// kept, a KiB at a time, never waited for (waiting readers holding part of
 /// the budget each could wait on each other for ever).
@@ -70,21 +79,18 @@ pub struct Growing {
 
 impl Growing {
     /// Appends `chunk` when the answer stays within `limit` and the shared
-    /// budget has room; false, keeping nothing more, when not.
-    pub fn extend(&mut self, chunk: &[u8], limit: usize) -> bool {
+    /// budget has room; keeps nothing more when not, and says which.
+    pub fn extend(&mut self, chunk: &[u8], limit: usize) -> Result<(), Unread> {
         let len = self.bytes.len().saturating_add(chunk.len());
         if len > limit {
-            return false;
+            return Err(Unread::TooLarge);
         }
         let kib = len.div_ceil(1024);
         if kib > self.kib {
-            let Ok(more) = u32::try_from(kib - self.kib) else {
-                return false;
-            };
-            let Ok(permit) = ANSWER_BYTES.clone().try_acquire_many_owned(more) else {
-                tracing::debug!("agent answers being read fill their budget: one is not read");
-                return false;
-            };
+            let permit = u32::try_from(kib - self.kib)
+                .ok()
+                .and_then(|more| ANSWER_BYTES.clone().try_acquire_many_owned(more).ok())
+                .ok_or(Unread::NoRoom)?;
             match &mut self.room {
                 Some(room) => room.merge(permit),
                 None => self.room = Some(permit),
@@ -92,7 +98,7 @@ impl Growing {
             self.kib = kib;
         }
         self.bytes.extend_from_slice(chunk);
-        true
+        Ok(())
     }
 
     pub fn done(self) -> Answer {
@@ -237,9 +243,9 @@ mod tests {
     #[test]
     fn a_growing_answer_keeps_to_its_limit() {
         let mut answer = Growing::default();
-        assert!(answer.extend(&[b'x'; 1500], 2000));
-        assert!(!answer.extend(&[b'x'; 600], 2000));
-        assert!(answer.extend(&[b'x'; 500], 2000));
+        assert_eq!(answer.extend(&[b'x'; 1500], 2000), Ok(()));
+        assert_eq!(answer.extend(&[b'x'; 600], 2000), Err(Unread::TooLarge));
+        assert_eq!(answer.extend(&[b'x'; 500], 2000), Ok(()));
         assert_eq!(answer.done().len(), 2000);
     }
 }

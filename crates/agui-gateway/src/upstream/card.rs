@@ -10,6 +10,7 @@ use serde_json::Value;
 use url::Url;
 
 use super::Agent;
+use super::answer::{Answer, Growing, Unread};
 use super::credentials::{Refused, TokenError};
 use super::forwarding::background_headers;
 use super::target::base_url;
@@ -58,6 +59,8 @@ pub enum CardError {
     TooLarge(usize),
     #[error("the upstream serves no agent card")]
     NotFound,
+    #[error("the gateway is reading as many agent answers as it may")]
+    NoRoom,
     /// A gRPC agent's card call failed (its status message, for the log).
     #[error("the agent card call failed: {0}")]
     Grpc(String),
@@ -74,6 +77,7 @@ impl CardError {
             CardError::Request(_) => "the agent card request failed",
             CardError::TooLarge(_) => "the agent card is too large",
             CardError::NotFound => "the upstream serves no agent card",
+            CardError::NoRoom => "the gateway is reading as many agent answers as it may",
             CardError::Grpc(_) => "the agent's gRPC card call failed",
         }
     }
@@ -216,21 +220,21 @@ impl Agent {
         self.card_timeout
     }
 
-    /// A card answer's body, within `max_card_bytes` (checked as it
-    /// arrives).
-    pub async fn read_body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, CardError> {
+    /// A card answer's body, within `max_card_bytes` and the budget of
+    /// answers read at once (`answer::Growing`, checked as it arrives).
+    pub async fn read_body(&self, mut response: reqwest::Response) -> Result<Answer, CardError> {
         let limit = self.max_card_bytes;
         if response.content_length().is_some_and(|n| n > limit as u64) {
             return Err(CardError::TooLarge(limit));
         }
-        let mut body = Vec::new();
+        let mut body = Growing::default();
         while let Some(chunk) = response.chunk().await? {
-            if body.len() + chunk.len() > limit {
-                return Err(CardError::TooLarge(limit));
-            }
-            body.extend_from_slice(&chunk);
+            body.extend(&chunk, limit).map_err(|unread| match unread {
+                Unread::TooLarge => CardError::TooLarge(limit),
+                Unread::NoRoom => CardError::NoRoom,
+            })?;
         }
-        Ok(body)
+        Ok(body.done())
     }
 
     fn card_urls(&self) -> Vec<Url> {

@@ -476,9 +476,7 @@ impl Outgoing {
             let mut body = response.bytes_stream();
             let mut document = Growing::default();
             while let Some(chunk) = futures::StreamExt::next(&mut body).await {
-                if !document.extend(&chunk.ok()?, limit) {
-                    return None;
-                }
+                document.extend(&chunk.ok()?, limit).ok()?;
             }
             Some(document.done())
         };
