@@ -15,10 +15,11 @@ use url::Url;
 
 use super::env::Environment;
 use super::forwarding::{ForwardPolicy, TrustedProxies};
-use super::schema::{Cors, FileAgent, FileAuth, FileConfig, FileLimits};
+use super::limits::{at_least_one, journal_config, limits_config};
+use super::schema::{Cors, FileAgent, FileAuth, FileConfig};
 use super::{
-    A2aVersion, AgentConfig, Allow, AuthConfig, Backend, Config, ConfigError, CorsConfig,
-    JournalConfig, JwtConfig, JwtKey, Limits, OriginRule, RateLimit, random_gateway_id,
+    A2aVersion, AgentConfig, Allow, AuthConfig, Config, ConfigError, CorsConfig, JwtConfig, JwtKey,
+    OriginRule, RateLimit, random_gateway_id,
 };
 
 /// `text` (the file's, possibly empty) with what `env` sets and
@@ -291,81 +292,6 @@ pub fn parse(path: &str, text: &str, env: &Environment) -> Result<Config, Config
     })
 }
 
-/// `[limits]`: every count and time at least 1.
-fn limits_config(
-    limits: &FileLimits,
-    at: &impl Fn(Range<usize>, String) -> ConfigError,
-) -> Result<Limits, ConfigError> {
-    let defaults = Limits::default();
-    let count = |value: &Option<Spanned<usize>>, key: &str, default: usize| {
-        at_least_one(value, &format!("limits.{key}"), at).map(|v| v.unwrap_or(default))
-    };
-    let secs = |value: &Option<Spanned<u64>>, key: &str, default: Duration| {
-        at_least_one(value, &format!("limits.{key}"), at)
-            .map(|v| v.map_or(default, Duration::from_secs))
-    };
-    let limits = Limits {
-        max_event_bytes: count(
-            &limits.max_event_bytes,
-            "max_event_bytes",
-            defaults.max_event_bytes,
-        )?,
-        max_request_bytes: count(
-            &limits.max_request_bytes,
-            "max_request_bytes",
-            defaults.max_request_bytes,
-        )?,
-        max_streams: count(&limits.max_streams, "max_streams", defaults.max_streams)?,
-        max_connections: count(
-            &limits.max_connections,
-            "max_connections",
-            defaults.max_connections,
-        )?,
-        header_read_timeout: secs(
-            &limits.header_read_timeout_secs,
-            "header_read_timeout_secs",
-            defaults.header_read_timeout,
-        )?,
-        request_body_timeout: secs(
-            &limits.request_body_timeout_secs,
-            "request_body_timeout_secs",
-            defaults.request_body_timeout,
-        )?,
-        write_timeout: secs(
-            &limits.write_timeout_secs,
-            "write_timeout_secs",
-            defaults.write_timeout,
-        )?,
-        card_timeout: secs(
-            &limits.card_timeout_secs,
-            "card_timeout_secs",
-            defaults.card_timeout,
-        )?,
-        max_card_bytes: count(
-            &limits.max_card_bytes,
-            "max_card_bytes",
-            defaults.max_card_bytes,
-        )?,
-    };
-    Ok(limits)
-}
-
-/// A count or a number of seconds where 0 would mean nothing works (no
-/// stream, no time to answer), not "off": an error with its line.
-fn at_least_one<T: Copy + PartialEq + From<u8>>(
-    value: &Option<Spanned<T>>,
-    key: &str,
-    at: &impl Fn(Range<usize>, String) -> ConfigError,
-) -> Result<Option<T>, ConfigError> {
-    match value {
-        Some(v) if *v.get_ref() == T::from(0) => {
-            Err(at(v.span(), format!("{key}: must be at least 1")))
-        }
-        Some(v) => Ok(Some(*v.get_ref())),
-        None => Ok(None),
-    }
-}
-
 /// `[cors]`: each origin checked where it stands.
 fn cors_config(
     file: &Cors,
@@ -406,59 +332,6 @@ fn cors_config(
             .collect::<Result<_, _>>()?;
     }
     Ok(cors)
-}
-
-/// `journal`, `detach_grace_secs` and the `[limits]` `journal_*` keys.
-fn journal_config(
-    file: &FileConfig,
-    at: &impl Fn(Range<usize>, String) -> ConfigError,
-) -> Result<JournalConfig, ConfigError> {
-    let mut journal = JournalConfig::default();
-    if let Some(backend) = &file.journal {
-        journal.backend = Backend::parse(backend.get_ref())
-            .map_err(|why| at(backend.span(), format!("journal: {why}")))?;
-    }
-    if let Some(secs) = file.detach_grace_secs {
-        journal.detach_grace = Duration::from_secs(secs);
-    }
-    let positive = |value: &Spanned<usize>, key: &str| {
-        if *value.get_ref() == 0 {
-            Err(at(
-                value.span(),
-                format!("limits.{key}: must be at least 1"),
-            ))
-        } else {
-            Ok(*value.get_ref())
-        }
-    };
-    let limits = &file.limits;
-    let bounds = &mut journal.limits;
-    if let Some(value) = &limits.journal_max_runs {
-        bounds.max_runs = positive(value, "journal_max_runs")?;
-    }
-    if let Some(value) = &limits.journal_max_run_bytes {
-        bounds.max_run_bytes = positive(value, "journal_max_run_bytes")?;
-    }
-    if let Some(value) = &limits.journal_max_bytes {
-        bounds.max_bytes = positive(value, "journal_max_bytes")?;
-    }
-    let seconds = |value: &Spanned<u64>, key: &str| {
-        if *value.get_ref() == 0 {
-            Err(at(
-                value.span(),
-                format!("limits.{key}: must be at least 1"),
-            ))
-        } else {
-            Ok(Duration::from_secs(*value.get_ref()))
-        }
-    };
-    if let Some(value) = &limits.journal_ttl_secs {
-        bounds.ttl = seconds(value, "journal_ttl_secs")?;
-    }
-    if let Some(value) = &limits.journal_thread_ttl_secs {
-        bounds.thread_ttl = seconds(value, "journal_thread_ttl_secs")?;
-    }
-    Ok(journal)
 }
 
 fn agent_config(

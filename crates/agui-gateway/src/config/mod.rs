@@ -91,6 +91,7 @@ pub mod flags;
 pub mod forwarding;
 mod identity_flags;
 mod journal;
+mod limits;
 mod schema;
 mod tls;
 mod upstream_auth;
