@@ -37,6 +37,24 @@ async fn big_thread(gw: &Process, who: Option<&str>) {
     }
 }
 
+/// A gateway in front of the fake agent, holding the big thread of `who`.
+async fn gateway_with_big_thread(who: Option<&str>) -> Process {
+    let (upstream, _fake) = fake_upstream().await;
+    let gw = gateway_for(&format!("http://{upstream}/"), &[]);
+    big_thread(&gw, who).await;
+    gw
+}
+
+/// `connect` on the big thread, from `client`.
+async fn connect_thread(client: &reqwest::Client, gw: &Process) -> reqwest::Response {
+    client
+        .post(format!("{}/agui/connect", gw.url()))
+        .json(&json!({ "threadId": THREAD }))
+        .send()
+        .await
+        .unwrap()
+}
+
 fn connect_request(port: u16) -> axum::http::Request<()> {
     axum::http::Request::post(format!("http://127.0.0.1:{port}/agui/connect"))
         .header("content-type", "application/json")
@@ -82,18 +100,11 @@ async fn head_of(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hardening_unread_thread_replays_hold_one_copy_within_budgets() {
-    let (upstream, _fake) = fake_upstream().await;
-    let gw = gateway_for(&format!("http://{upstream}/"), &[]);
-    big_thread(&gw, None).await;
+    let gw = gateway_with_big_thread(None).await;
     let pid = gw.child.id();
 
     // One replay read out: the whole thread, as before.
-    let whole = client()
-        .post(format!("{}/agui/connect", gw.url()))
-        .json(&json!({ "threadId": THREAD }))
-        .send()
-        .await
-        .unwrap();
+    let whole = connect_thread(&client(), &gw).await;
     assert_eq!(whole.status(), 200);
     let whole = whole.text().await.unwrap();
     assert!(whole.len() > RUNS * MESSAGE_BYTES, "{} bytes", whole.len());
@@ -143,30 +154,19 @@ async fn hardening_unread_thread_replays_hold_one_copy_within_budgets() {
     drop(held);
 
     // Another caller (an address of its own) is not refused for it.
-    let other = reqwest::Client::builder()
+    let from_elsewhere = reqwest::Client::builder()
         .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
         .build()
-        .unwrap()
-        .post(format!("{}/agui/connect", gw.url()))
-        .json(&json!({ "threadId": THREAD }))
-        .send()
-        .await
         .unwrap();
+    let other = connect_thread(&from_elsewhere, &gw).await;
     assert_eq!(other.status(), 200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hardening_repeated_replays_of_a_thread_are_not_rebuilt() {
-    let (upstream, _fake) = fake_upstream().await;
-    let gw = gateway_for(&format!("http://{upstream}/"), &[]);
-    big_thread(&gw, None).await;
+    let gw = gateway_with_big_thread(None).await;
     let pid = gw.child.id();
-    let first = client()
-        .post(format!("{}/agui/connect", gw.url()))
-        .json(&json!({ "threadId": THREAD }))
-        .send()
-        .await
-        .unwrap();
+    let first = connect_thread(&client(), &gw).await;
     assert_eq!(first.status(), 200);
     drop(first);
 
@@ -191,9 +191,7 @@ async fn hardening_repeated_replays_of_a_thread_are_not_rebuilt() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hardening_unread_copilotkit_replays_and_message_lists_hold_one_copy() {
     const ALICE: &str = "Bearer alice";
-    let (upstream, _fake) = fake_upstream().await;
-    let gw = gateway_for(&format!("http://{upstream}/"), &[]);
-    big_thread(&gw, Some(ALICE)).await;
+    let gw = gateway_with_big_thread(Some(ALICE)).await;
     let pid = gw.child.id();
     let port = gw.port;
     let connect = || {
