@@ -9,7 +9,7 @@ use super::run::Lifecycle;
 use super::versions::{Carrier, MIN_RESEND, PartPlan, Plan};
 use super::{Converter, raw};
 use crate::codes::ErrorCode;
-use crate::custom::{Citation, Custom, ErrorNotice, MessageMetadata, StatusNotice};
+use crate::event::custom::{Citation, Custom, ErrorNotice, MessageMetadata, StatusNotice};
 use crate::digest::TextDigest;
 use crate::event::{Event, TextMetadata};
 use crate::ids::IdSource;

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use super::block::Segment;
 use super::status::Origin;
 use super::{Converter, MAX_TRACKED};
-use crate::custom::{Custom, StatusNotice};
+use crate::event::custom::{Custom, StatusNotice};
 use crate::digest::WordHashBuilder;
 use crate::event::{Event, Id, SubagentOutcome};
 use crate::ids::IdSource;

@@ -47,7 +47,7 @@ pub fn read_run_input(body: &[u8]) -> Result<RunRequest, ApiError> {
 }
 
 /// One `RunAgentInput` call as the route received it.
-pub struct Call {
+pub struct RunCall {
     /// The client's headers as the agent's policy forwards them.
     pub headers: Forwarded,
     pub run_by: RunBy,
@@ -60,8 +60,8 @@ pub struct Call {
 }
 
 /// Runs one `RunAgentInput`.
-pub async fn run(state: AppHandle, agent: Arc<Agent>, call: Call) -> Result<Response, ApiError> {
-    let Call {
+pub async fn run(state: AppHandle, agent: Arc<Agent>, call: RunCall) -> Result<Response, ApiError> {
+    let RunCall {
         headers,
         run_by,
         body,

@@ -14,7 +14,7 @@ use toml::de::DeTable;
 use url::Url;
 
 use super::env::Environment;
-use super::forwarding::{ForwardPolicy, TrustedProxies};
+use super::forward_policy::{ForwardPolicy, TrustedProxies};
 use super::limits::{at_least_one, journal_config, limits_config};
 use super::schema::{Cors, FileAgent, FileAuth, FileConfig};
 use super::{

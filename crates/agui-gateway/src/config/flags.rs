@@ -11,7 +11,7 @@ use a2a_agui::OutputFormat;
 use clap::Args;
 use url::Url;
 
-use super::forwarding::{ForwardPolicy, TrustedProxies};
+use super::forward_policy::{ForwardPolicy, TrustedProxies};
 use super::{
     AgentConfig, Config, ConfigError, CorsConfig, JwtConfig, JwtKey, OriginRule, RateLimit,
 };

@@ -88,7 +88,7 @@ mod cors;
 pub mod env;
 mod file;
 pub mod flags;
-pub mod forwarding;
+pub mod forward_policy;
 mod identity_flags;
 mod journal;
 mod limits;
@@ -106,7 +106,7 @@ use url::{Origin, Url};
 pub use card_signing::{CardKeys, CardSigning};
 pub use cors::{CorsConfig, OriginRule};
 pub use env::Environment;
-pub use forwarding::{ForwardPolicy, TrustedProxies};
+pub use forward_policy::{ForwardPolicy, TrustedProxies};
 pub use journal::{Backend, JournalConfig, JournalLimits};
 pub use tls::{
     FileStamp, MAX_TLS_FILE_BYTES, ServeTls, TLS_FLAGS, TlsFileError, TlsMaterial, UpstreamTls,

@@ -14,7 +14,7 @@ use crate::agui::extension;
 use crate::config::Config;
 use crate::edge::error::ApiError;
 use crate::signing::{Policy, Signer, Verdict};
-use crate::upstream::forwarding::{first_value, list_values};
+use crate::upstream::headers::{first_value, list_values};
 use crate::upstream::outbound::{self, Forwarded};
 use crate::upstream::target::base_url;
 use crate::upstream::{Agent, CARD_ELEMENTS, CardError, UNTRUSTED_CARD, answer};

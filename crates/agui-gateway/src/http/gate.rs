@@ -18,7 +18,7 @@ use crate::journal::CallerDigest;
 use crate::journal::replays::Reader;
 use crate::state::{AppHandle, AppState};
 use crate::upstream::Agent;
-use crate::upstream::forwarding::{Caller, has_looped};
+use crate::upstream::headers::{Caller, has_looped};
 
 /// Requests a probe handler of this listener serves: no rate limit, no
 /// drain refusal (orchestrators watch a drain). With an admin listener,

@@ -24,7 +24,7 @@ use crate::edge::error::ApiError;
 use crate::obs::access::{AccessNote, Mode};
 use crate::state::AppState;
 use crate::upstream::Agent;
-use crate::upstream::forwarding::{ReturnPolicy, returned_headers};
+use crate::upstream::headers::{ReturnPolicy, returned_headers};
 use crate::upstream::grpc::cards::{self, GatewayAddresses};
 pub use crate::upstream::grpc::pass::is_grpc;
 use crate::upstream::grpc::pass::{self, Method, of_http, trailers_only};
@@ -94,7 +94,7 @@ pub async fn call(
 
 /// The agent's answer as the client gets it: its head and its trailers
 /// through the one policy of passed-through answers
-/// (`forwarding::returned_headers`: no `Set-Cookie` unless the agent takes
+/// (`headers::returned_headers`: no `Set-Cookie` unless the agent takes
 /// cookies, none of the edge's own headers, nothing hop-by-hop); the
 /// gRPC status and the agent's own metadata pass. `held` lives as long as
 /// the body.

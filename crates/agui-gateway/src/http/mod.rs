@@ -4,7 +4,7 @@
 //! through the gateway (`card`), gRPC passthrough (`grpc`), the probes and
 //! metrics (`probes`) and the inspector's page (`inspect`).
 
-mod calls;
+mod agui_routes;
 pub mod card;
 mod copilotkit;
 pub mod gate;

@@ -16,7 +16,7 @@ use axum::routing::{any, get, post};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::calls::{agui_input, read_body, run_by};
+use super::agui_routes::{agui_input, read_body, run_by};
 use super::paths::{CardCall, card_call};
 pub use super::probes::admin_router;
 use super::probes::{agent_health, healthz, metrics, readyz};
@@ -33,7 +33,7 @@ use crate::resume;
 use crate::resume::WhenEmpty;
 use crate::signing::{Policy, Verdict};
 use crate::state::{AppHandle, AppState};
-use crate::upstream::forwarding::{ReturnPolicy, returned_headers};
+use crate::upstream::headers::{ReturnPolicy, returned_headers};
 use crate::upstream::outbound::{self, Forwarded};
 use crate::upstream::{Agent, UpstreamError};
 
@@ -476,7 +476,7 @@ struct Passthrough {
 
 /// Transparent mode: the request as it came, the response as it comes
 /// back, byte for byte; of its headers, hop-by-hop ones and what the edge
-/// owns change (`forwarding::returned_headers`).
+/// owns change (`headers::returned_headers`).
 async fn passthrough(
     state: &AppState,
     agent: &Agent,

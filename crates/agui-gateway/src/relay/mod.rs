@@ -13,7 +13,7 @@ mod detach;
 mod heal;
 mod observe;
 mod redis_run;
-mod step;
+mod frames;
 mod takeover;
 
 pub use takeover::take_over;

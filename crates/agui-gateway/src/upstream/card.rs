@@ -12,7 +12,7 @@ use url::Url;
 use super::Agent;
 use super::answer::{Answer, Growing, Unread};
 use super::credentials::{Refused, TokenError};
-use super::forwarding::background_headers;
+use super::headers::background_headers;
 use super::target::base_url;
 use crate::config::{A2aVersion, Secret};
 use crate::signing::{Policy, Verdict};

@@ -9,9 +9,9 @@
 pub mod answer;
 mod card;
 pub mod credentials;
-pub mod forwarding;
+pub mod headers;
 pub mod grpc;
-pub mod lean;
+pub mod direct;
 pub mod outbound;
 mod rpc;
 pub mod target;
@@ -32,15 +32,15 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use bytes::Bytes;
 use futures::{Stream, TryStreamExt};
 
-use self::lean::LeanError;
+use self::direct::DirectError;
 use crate::config::{AgentConfig, Limits};
 use crate::signing::{Policy, TrustedKeys};
-use crate::upstream::forwarding::via_entry;
+use crate::upstream::headers::via_entry;
 
 pub struct Agent {
     pub config: AgentConfig,
     /// The configured headers, checked once: they replace client headers
-    /// of the same name on every call (`forwarding::upstream_headers`).
+    /// of the same name on every call (`headers::upstream_headers`).
     pub configured_headers: Vec<(HeaderName, HeaderValue)>,
     /// This gateway's `Via` entry.
     pub via: String,
@@ -85,7 +85,7 @@ pub enum BodyError {
     #[error("{0}")]
     Reqwest(reqwest::Error),
     #[error("{0}")]
-    Lean(LeanError),
+    Direct(DirectError),
     #[error("{0}")]
     Grpc(grpc::Cut),
 }
@@ -96,7 +96,7 @@ impl BodyError {
             BodyError::Reqwest(err) => err.is_timeout(),
             // A lean body has no read timer: the relay's idle timer is it.
             // Nor has a gRPC stream.
-            BodyError::Lean(_) | BodyError::Grpc(_) => false,
+            BodyError::Direct(_) | BodyError::Grpc(_) => false,
         }
     }
 }
@@ -106,7 +106,7 @@ pub enum UpstreamError {
     #[error("{0}")]
     Request(reqwest::Error),
     #[error("{0}")]
-    Lean(LeanError),
+    Direct(DirectError),
     #[error("no response headers within {} s", .0.as_secs())]
     NoResponse(Duration),
     /// Not called: no token, or a card that must verify and does not.
@@ -122,7 +122,7 @@ impl UpstreamError {
     pub fn is_connect(&self) -> bool {
         match self {
             UpstreamError::Request(err) => err.is_connect(),
-            UpstreamError::Lean(err) => err.is_connect(),
+            UpstreamError::Direct(err) => err.is_connect(),
             UpstreamError::Grpc(_) => true,
             UpstreamError::NoResponse(_) | UpstreamError::Refused(_) => false,
         }
@@ -132,7 +132,7 @@ impl UpstreamError {
     pub fn is_timeout(&self) -> bool {
         match self {
             UpstreamError::Request(err) => err.is_timeout(),
-            UpstreamError::Lean(err) => err.is_connect_timeout(),
+            UpstreamError::Direct(err) => err.is_connect_timeout(),
             UpstreamError::NoResponse(_) => true,
             UpstreamError::Grpc(status) => status.code() == tonic::Code::DeadlineExceeded,
             UpstreamError::Refused(_) => false,
@@ -250,14 +250,14 @@ impl Agent {
             });
         }
         let send = async {
-            if lean::serves(&request) {
-                let response = lean::send(&request, self.config.connect_timeout)
+            if direct::serves(&request) {
+                let response = direct::send(&request, self.config.connect_timeout)
                     .await
-                    .map_err(UpstreamError::Lean)?;
+                    .map_err(UpstreamError::Direct)?;
                 return Ok(StreamResponse {
                     status: response.status,
                     headers: response.headers,
-                    body: Box::pin(response.body.map_err(BodyError::Lean)),
+                    body: Box::pin(response.body.map_err(BodyError::Direct)),
                     handed_one_by_one: false,
                 });
             }

@@ -25,7 +25,7 @@ use crate::edge::error::ApiError;
 use crate::random::random_u64;
 use crate::upstream::answer::{Answer, Growing};
 use crate::upstream::credentials::{Refused, TokenError, says_invalid_token};
-use crate::upstream::forwarding::{Caller, upstream_headers};
+use crate::upstream::headers::{Caller, upstream_headers};
 use crate::upstream::target::{base_url, upstream_url};
 use crate::upstream::{
     Agent, OutgoingMessage, TaskCall, list_tasks_request, streaming_request, task_request,
