@@ -25,7 +25,7 @@ step() {
         failed=$((failed + 1))
         failures+=("$name")
     fi
-    # Where the time goes: CI has a budget (README), and every step counts.
+    # Where the time goes: CI has a budget (docs/tests.md), and every step counts.
     timings+=("$(printf '%5ds  %s' $((SECONDS - started)) "$name")")
 }
 
@@ -114,7 +114,7 @@ step "a2a-sdk client: direct vs through the gateway" bash tests/conformance/a2a_
 step "a2a-sdk gRPC client: direct vs through the gRPC passthrough" bash tests/conformance/a2a_client_diff.sh --grpc
 step "load tools smoke test (not timed)" bash bench/smoke.sh
 # Bounded, and the one step that gives time back: the test command's budget
-# is 30 minutes (README), so a run that is late by now fuzzes each target
+# is 30 minutes (docs/tests.md), so a run that is late by now fuzzes each target
 # 10 s, not 30.
 fuzz_seconds=30
 if ((SECONDS > 22 * 60)); then fuzz_seconds=10; fi
