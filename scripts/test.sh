@@ -28,7 +28,7 @@ step() {
         failed=$((failed + 1))
         failures+=("$name")
     fi
-    # Where the time goes: CI has a budget (README), and every step counts.
+    # Where the time goes: CI has a budget (docs/tests.md), and every step counts.
     timings+=("$(printf '%5ds  %s' $((SECONDS - started)) "$name")")
 }
 

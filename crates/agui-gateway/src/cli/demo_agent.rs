@@ -5,7 +5,7 @@
 //! trajectory, Hector thinking and a tool call with its result, text
 //! streamed as artifact chunks, an ACP citation, and a multimodal command.
 //! Its ids derive from the request, so the same request gives the same
-//! answer (the README's examples show real output).
+//! answer (the examples of the README and docs/routes.md show real output).
 //!
 //! Through `/agui` it also shows the AG-UI input extension
 //! (`docs/extension.md`): when the client declares a weather tool, the

@@ -40,7 +40,7 @@
 //! max_age_secs = 600                          # how long a browser may cache a preflight
 //! expose_headers = ["retry-after"]            # answer headers a page may read
 //!
-//! [auth]                                      # see README, Security
+//! [auth]                                      # see docs/security.md
 //! api_keys_file = "/run/secrets/agui-gateway/api-keys"
 //! [auth.jwt]
 //! jwks_url = "https://idp.example.com/.well-known/jwks.json"
