@@ -1,11 +1,10 @@
-//! Shared by the fake upstream and the load generator: how an event carries
+//! Shared by the fake agent and the load generator (`agui-bench`): how an event carries
 //! the time it was sent.
 //!
 //! The fake puts `@@<microseconds since the epoch>@@` in the text of every
 //! chunk. The marker survives every path a benchmark compares (raw A2A,
 //! nginx, agui-gateway's TEXT_MESSAGE_CONTENT, the Node alternative's RAW),
 //! so the load generator measures added latency the same way for all.
-#![forbid(unsafe_code)]
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

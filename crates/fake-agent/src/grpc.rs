@@ -2,14 +2,13 @@
 //! HTTP/2 by prior knowledge: `SendStreamingMessage` streams the plan as
 //! typed messages (a task, its chunks as artifact updates, a completed
 //! status), `GetExtendedAgentCard` answers a card; anything else is
-//! `UNIMPLEMENTED`. The messages are the gateway's own prost types: a
-//! load run measures the gateway, not a second schema.
+//! `UNIMPLEMENTED`. The messages are the gateway's own prost types
+//! (`a2a-grpc`): a load run measures the gateway, not a second schema.
 
 use std::convert::Infallible;
 use std::sync::atomic::Ordering;
 
-use agui_bench::{marker, now_micros};
-use agui_gateway::upstream::grpc::v10;
+use a2a_grpc::v10;
 use axum::body::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
@@ -20,12 +19,13 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use prost::Message as _;
 use v10::stream_response::Payload;
 
-use super::{Fake, paced, plan};
+use crate::load::{Pacer, paced, plan};
+use crate::marker::{marker, now_micros};
 
 type Answer = Response<BoxBody<Bytes, Infallible>>;
 
 /// Accepts HTTP/2 connections on `listener` for as long as the process runs.
-pub async fn serve(listener: tokio::net::TcpListener, fake: Fake) {
+pub(crate) async fn serve(listener: tokio::net::TcpListener, fake: Pacer) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
@@ -71,7 +71,7 @@ fn grpc_response(body: BoxBody<Bytes, Infallible>) -> Answer {
     response
 }
 
-async fn answer(fake: Fake, request: Request<Incoming>) -> Answer {
+async fn answer(fake: Pacer, request: Request<Incoming>) -> Answer {
     let path = request.uri().path().to_owned();
     let body = match request.into_body().collect().await {
         Ok(body) => body.to_bytes(),
@@ -108,7 +108,7 @@ async fn answer(fake: Fake, request: Request<Incoming>) -> Answer {
     }
 }
 
-fn stream(fake: Fake, body: &[u8]) -> Answer {
+fn stream(fake: Pacer, body: &[u8]) -> Answer {
     let request =
         v10::SendMessageRequest::decode(body.get(5..).unwrap_or_default()).unwrap_or_default();
     let text: Vec<String> = request
@@ -121,7 +121,7 @@ fn stream(fake: Fake, body: &[u8]) -> Answer {
             _ => None,
         })
         .collect();
-    let plan = plan(&fake.args, &text.join(" "));
+    let plan = plan(&fake.defaults, &text.join(" "));
     let n = fake.tasks.fetch_add(1, Ordering::Relaxed);
     let (task, context) = (format!("task-{n}"), format!("ctx-{n}"));
     let filler = "x".repeat(plan.bytes);

@@ -1,7 +1,4 @@
-//! `agui-gateway demo`: a built-in A2A agent with the gateway in front.
-//!
-//! The agent is a real A2A 0.3 JSON-RPC server on its own loopback port.
-//! Every answer uses the hints of all three seed systems: an Agent Stack
+//! `agui-gateway demo`'s agent (A2A 0.3 JSON-RPC). Every answer uses the hints of all three seed systems: an Agent Stack
 //! trajectory, Hector thinking and a tool call with its result, text
 //! streamed as artifact chunks, an ACP citation, and a multimodal command.
 //! Its ids derive from the request, so the same request gives the same
@@ -14,53 +11,19 @@
 //! answers with a snapshot and a patch of it.
 
 use std::hash::{Hash, Hasher};
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use serde_json::{Value, json};
 
-#[derive(Clone)]
-struct Demo {
-    url: String,
-    delay: Duration,
-}
+use crate::sse;
 
-/// Starts the demo agent on `127.0.0.1:0`; returns its address.
-pub async fn start_agent(delay: Duration) -> std::io::Result<SocketAddr> {
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
-    let addr = listener.local_addr()?;
-    // Small writes leave at once (Nagle plus delayed ACKs would add 40 ms).
-    let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
-        let _ = stream.set_nodelay(true);
-    });
-    let demo = Demo {
-        url: format!("http://{addr}/"),
-        delay,
-    };
-    let app = Router::new()
-        .route("/.well-known/agent-card.json", get(card))
-        .route("/.well-known/agent.json", get(card))
-        .route("/", post(rpc))
-        .with_state(demo);
-    tokio::spawn(async move {
-        if let Err(err) = axum::serve(listener, app).await {
-            tracing::error!("demo agent stopped: {err}");
-        }
-    });
-    Ok(addr)
-}
-
-async fn card(State(demo): State<Demo>) -> Response {
+/// The demo agent's card, served at `url`.
+pub(crate) fn card(url: &str) -> Response {
     axum::Json(json!({
         "name": "Demo Assistant",
         "description": "A built-in A2A agent that answers weather questions with reasoning, a tool call, citations and a client command.",
-        "url": demo.url,
+        "url": url,
         "version": "1.0.0",
         "protocolVersion": "0.3.0",
         "preferredTransport": "JSONRPC",
@@ -88,8 +51,10 @@ fn error(id: &Value, code: i64, message: &str) -> Response {
         .into_response()
 }
 
-async fn rpc(State(demo): State<Demo>, body: Bytes) -> Response {
-    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+/// The answer to a JSON-RPC request, each event `delay` after the one
+/// before.
+pub(crate) fn answer(delay: Duration, body: &[u8]) -> Response {
+    let Ok(request) = serde_json::from_slice::<Value>(body) else {
         return error(&Value::Null, -32700, "Invalid JSON payload");
     };
     let id = request["id"].clone();
@@ -141,7 +106,6 @@ async fn rpc(State(demo): State<Demo>, body: Bytes) -> Response {
         )
         .into_response();
     }
-    let delay = demo.delay;
     let stream = futures::stream::unfold(
         (events.into_iter(), id, true),
         move |(mut events, id, first)| async move {
@@ -149,22 +113,11 @@ async fn rpc(State(demo): State<Demo>, body: Bytes) -> Response {
             if !first {
                 tokio::time::sleep(delay).await;
             }
-            let frame = format!(
-                "data: {}\n\n",
-                json!({ "jsonrpc": "2.0", "id": id, "result": event })
-            );
-            Some((
-                Ok::<_, std::convert::Infallible>(frame),
-                (events, id, false),
-            ))
+            let frame = sse::frame(&id, &event);
+            Some((Ok::<_, std::convert::Infallible>(frame), (events, id, false)))
         },
     );
-    let mut response = Response::new(Body::from_stream(stream));
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static("text/event-stream"),
-    );
-    response
+    sse::response(stream)
 }
 
 /// The city a question names: its last capitalised word that is not a
