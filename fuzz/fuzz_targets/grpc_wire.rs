@@ -4,8 +4,8 @@
 //! interfaces are only the gateway's and it carries no signature.
 #![no_main]
 
-use agui_gateway::upstream::grpc::cards::{GatewayAddresses, rewrite_v03, rewrite_v10};
-use agui_gateway::upstream::grpc::{json, status, v03, v10, write};
+use a2a_grpc::cards::{GatewayAddresses, rewrite_v03, rewrite_v10};
+use a2a_grpc::{json, status, v03, v10, write};
 use libfuzzer_sys::fuzz_target;
 use prost::Message as _;
 
