@@ -48,11 +48,15 @@ RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
 CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 export RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 
-# Work that waits on downloads starts now, in the background, and its step
-# waits for it and prints its log:
+# Work that waits on downloads or on idle cores starts now, in the
+# background, and its step waits for it and prints its log:
 # - the one build of the workspace (the lints, every test binary, the
-#   benchmarks), while the installs below wait on the registries;
-# - the thirteen frameworks' venvs and node packages (minutes of downloads).
+#   benchmarks);
+# - every install, side by side (each into its own directory; they wait on
+#   the registries far more than on the cores): the AG-UI clients and
+#   validator, the real A2A agents, the CopilotKit runtime, the OAuth2
+#   server, Debian's redis-server and chromium, the thirteen frameworks, and
+#   the pages' node packages and the deploy checks' venv.
 declare -A pids
 background() {
     local name=$1
@@ -66,39 +70,57 @@ waited() {
     cat "$logs/$name.log"
     return "$status"
 }
+pages() {
+    log() { printf 'pages: %s\n' "$*"; }
+    # shellcheck source=lib/pinned.sh
+    source scripts/lib/pinned.sh
+    local dir status=0
+    for dir in tests/inspector tests/browser-h2 examples/browser examples/copilotkit examples/copilotkit/runtime; do
+        npm_ci_pinned "$PWD/$dir" || status=1
+    done
+    pinned_venv "$PWD/.cache/venv-deploy" "$PWD/deploy/requirements.txt" || status=1
+    return "$status"
+}
 background build cargo build --workspace --all-targets --locked
-background frameworks bash tests/frameworks/setup.sh
-
-step "install: AG-UI clients and validator" tests/conformance/setup.sh
-step "install: real A2A agents" bash tests/agents/setup.sh
-step "install: CopilotKit runtime 1.75.0" bash tests/copilotkit/setup.sh
-step "install: OAuth2 authorization server (oidc-provider 9.13.3)" bash tests/authz/setup.sh
+background clients tests/conformance/setup.sh
+background agents bash tests/agents/setup.sh
+background copilotkit bash tests/copilotkit/setup.sh
+background authz bash tests/authz/setup.sh
 # One apt-get update for both.
-step "install: redis-server (the shared journal) and chromium (the browser tests), Debian's" \
-    bash scripts/apt-install.sh redis-server=redis-server chromium=chromium
+background apt bash scripts/apt-install.sh redis-server=redis-server chromium=chromium
+background frameworks bash tests/frameworks/setup.sh
+background pages pages
+
 step "cargo fmt --check" cargo fmt --all -- --check
 step "module graphs have no cycle" python3 scripts/module_graph.py --quiet
 step "size limits (600 lines a file, 14 entries a crate's src/)" python3 scripts/limits.py
 step "cargo build of every target with clippy's lints, -D warnings (in the background since the start)" \
     waited build
-# Steps that read files, not clocks, go on beside the frameworks' installs.
+# Tier 1 needs nothing installed: it starts while the installs finish.
+step "tier 1: cargo test --workspace (hermetic: Rust only)" cargo test --workspace --locked
+step "install: AG-UI clients and validator" waited clients
+step "install: real A2A agents" waited agents
+step "install: CopilotKit runtime 1.75.0" waited copilotkit
+step "install: OAuth2 authorization server (oidc-provider 9.13.3)" waited authz
+step "install: redis-server (the shared journal) and chromium (the browser tests), Debian's" \
+    waited apt
+step "install: the pages' node packages (inspector, browser, examples) and the deploy checks' venv" \
+    waited pages
 step "real clients over the golden outputs" tests/conformance/check-recordings.sh tests/golden
 step "A2UI activity parity with @ag-ui/a2a" node tests/conformance/node/a2ui-parity.mjs tests/golden/a2ui-v0.8-and-v0.9-surfaces
 step "conformance harness self-test" tests/conformance/selftest.sh
 step "deploy/ checks (build context, hadolint, kustomize render, kubernetes-validate, cross-object checks, check-config)" bash deploy/check.sh
-# Timing-sensitive tests start once the downloads are done (they get both
-# cores).
 step "install: agent frameworks (ADK, fasta2a, Strands, ..., thirteen; in the background since the start)" \
     waited frameworks
-step "tier 1: cargo test --workspace (hermetic: Rust only)" cargo test --workspace --locked
 step "tier 2: the tests of real peers (agents, redis-server, OAuth2, CopilotKit, a2a-sdk)" \
     cargo test --workspace --locked -- --ignored --skip matrix --skip frameworks
-# The conformance matrix runs alone: its node clients would otherwise share
-# the two cores with the behavioural tests that watch event timing.
+# The conformance matrix and the frameworks run on their own, two tests at a
+# time: their node clients and agent servers would otherwise share the two
+# cores with the behavioural tests that watch event timing.
 step "tier 2: conformance matrix (upstream x client x route x scenario)" \
-    cargo test --locked -p agui-gateway --test gateway matrix -- --ignored --test-threads 1
+    cargo test --locked -p agui-gateway --test gateway matrix -- --ignored --test-threads 2
 step "tier 2: agent frameworks through the gateway x @ag-ui/client version" \
-    cargo test --locked -p agui-gateway --test gateway frameworks -- --ignored --test-threads 1
+    cargo test --locked -p agui-gateway --test gateway frameworks -- --ignored --test-threads 2
 step "inspector in headless Chromium (the demo run renders)" bash tests/inspector/run.sh
 step "HTTP/2 over TLS lifts the browser's six-connection limit (12 runs in headless Chromium)" bash tests/browser-h2/run.sh
 step "examples: browser (@ag-ui/client 1.0.0 in headless Chromium) and CopilotKit" bash scripts/examples.sh

@@ -3,8 +3,8 @@
 //! read as an A2A error. Whatever the bytes: no panic; a rewritten card's
 //! interfaces are only the gateway's and it carries no signature.
 
-use agui_gateway::upstream::grpc::cards::{GatewayAddresses, rewrite_v03, rewrite_v10};
-use agui_gateway::upstream::grpc::{json, status, v03, v10, write};
+use a2a_grpc::cards::{GatewayAddresses, rewrite_v03, rewrite_v10};
+use a2a_grpc::{json, status, v03, v10, write};
 use prost::Message as _;
 
 const JSON_RPC: &str = "http://gw.test:8080/";

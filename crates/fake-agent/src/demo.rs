@@ -53,7 +53,7 @@ fn error(id: &Value, code: i64, message: &str) -> Response {
 
 /// The answer to a JSON-RPC request, each event `delay` after the one
 /// before.
-pub(crate) fn answer(delay: Duration, body: &[u8]) -> Response {
+pub(crate) fn respond(delay: Duration, body: &[u8]) -> Response {
     let Ok(request) = serde_json::from_slice::<Value>(body) else {
         return error(&Value::Null, -32700, "Invalid JSON payload");
     };

@@ -2,8 +2,9 @@
 //! HTTP/2 by prior knowledge: `SendStreamingMessage` streams the plan as
 //! typed messages (a task, its chunks as artifact updates, a completed
 //! status), `GetExtendedAgentCard` answers a card; anything else is
-//! `UNIMPLEMENTED`. The messages are the gateway's own prost types
-//! (`a2a-grpc`): a load run measures the gateway, not a second schema.
+//! `UNIMPLEMENTED`. The messages are the ones the gateway reads
+//! (`a2a_grpc`'s prost types): a load run measures the gateway, not a
+//! second schema.
 
 use std::convert::Infallible;
 use std::sync::atomic::Ordering;

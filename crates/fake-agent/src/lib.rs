@@ -148,7 +148,7 @@ async fn card(State(served): State<Served>) -> Response {
 
 async fn rpc(State(served): State<Served>, headers: HeaderMap, body: Bytes) -> Response {
     match &served.behaviour {
-        Mode::Demo(delay) => demo::answer(*delay, &body),
+        Mode::Demo(delay) => demo::respond(*delay, &body),
         Mode::Faults => {
             let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
             if let Ok(mut log) = served.log.lock() {

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use axum::body::Bytes;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 

@@ -20,7 +20,7 @@ use super::agui_routes::{agui_input, read_body, run_by};
 use super::paths::{CardCall, card_call};
 pub use super::probes::admin_router;
 use super::probes::{agent_health, healthz, metrics, readyz};
-use super::{card, copilotkit, gate, grpc, inspect, paths};
+use super::{card, copilotkit, gate, grpc_passthrough, inspect, paths};
 use crate::edge::cors;
 use crate::edge::error::ApiError;
 use crate::http::negotiate::{Negotiated, negotiate, output_format, wants_agui};
@@ -76,7 +76,7 @@ pub fn router(state: AppHandle) -> Router {
             state.clone(),
             gate::gate,
         ))
-        .layer(axum::middleware::from_fn(grpc::answers));
+        .layer(axum::middleware::from_fn(grpc_passthrough::answers));
     // The inspector's page and scripts hold nothing secret: a browser
     // loads them without credentials, then calls the API with its own.
     let router = if state.config.inspector {
@@ -303,9 +303,9 @@ async fn proxy(
     let (parts, body) = request.into_parts();
     let routed = route(&state, &agent, &path, &parts).await?;
     let body = read_body(&state, body).await?;
-    if grpc::is_grpc(&parts.headers) {
+    if grpc_passthrough::is_grpc(&parts.headers) {
         let at = (&parts, path.as_str(), mount.as_str());
-        return grpc::call(&state, &agent, at, routed.forwarded, body).await;
+        return grpc_passthrough::call(&state, &agent, at, routed.forwarded, body).await;
     }
     let card_call = card_call(&parts.method, &path, &body);
     if let Some(refusal) = card_call.and_then(CardCall::refusal) {

@@ -4,14 +4,21 @@
 //! (`target`), which headers go (`forwarding`), how each call is built
 //! (`outbound`), the lean connection of converted streams (`lean`), its
 //! clients as its TLS files make them (`tls`), the answers it reads for
-//! its own use, bounded (`answer`).
+//! its own use, bounded (`answer`), its client when it is reached over
+//! gRPC (`grpc_agent`).
 
 pub mod answer;
 mod card;
 pub mod credentials;
+<<<<<<< HEAD
 pub mod headers;
 pub mod grpc;
 pub mod direct;
+=======
+pub mod forwarding;
+pub mod grpc_agent;
+pub mod lean;
+>>>>>>> a2a-grpc
 pub mod outbound;
 mod rpc;
 pub mod target;
@@ -48,7 +55,7 @@ pub struct Agent {
     clients: Arc<tls::Reloadable>,
     /// For an agent reached over gRPC (a `grpc://` or `grpcs://`
     /// upstream): every call goes there instead.
-    pub grpc: Option<grpc::GrpcAgent>,
+    pub grpc: Option<a2a_grpc::GrpcAgent>,
     /// The tokens the gateway gets to call it (`[agents.NAME.auth]`).
     pub credentials: Option<credentials::Credentials>,
     /// The keys its card may be signed with, when its policy checks them.
@@ -87,7 +94,7 @@ pub enum BodyError {
     #[error("{0}")]
     Direct(DirectError),
     #[error("{0}")]
-    Grpc(grpc::Cut),
+    Grpc(a2a_grpc::BrokenStream),
 }
 
 impl BodyError {
@@ -161,26 +168,7 @@ impl Agent {
                 ))
             })
             .collect();
-        let grpc = match config.upstream.scheme() {
-            "grpc" | "grpcs" => {
-                let service = match config.a2a_version {
-                    crate::config::A2aVersion::V03 => grpc::Service::V03,
-                    _ => grpc::Service::V10,
-                };
-                let agent = grpc::GrpcAgent::new(
-                    &config.upstream,
-                    service,
-                    (config.connect_timeout, limits.max_event_bytes),
-                    clients.clone(),
-                )
-                .map_err(|err| tls::ClientError::Build {
-                    agent: config.name.clone(),
-                    message: err.to_string(),
-                })?;
-                Some(agent)
-            }
-            _ => None,
-        };
+        let grpc = grpc_agent::client(&config, limits, &clients)?;
         Ok(Agent {
             grpc,
             configured_headers,
@@ -239,7 +227,7 @@ impl Agent {
                 .and_then(reqwest::Body::as_bytes)
                 .unwrap_or_default();
             let answer = grpc.execute(body, request.headers(), Some(idle)).await;
-            if let grpc::JsonRpcBody::Unreachable(cause) = answer.body {
+            if let a2a_grpc::JsonRpcBody::Unreachable(cause) = answer.body {
                 return Err(UpstreamError::Grpc(cause));
             }
             return Ok(StreamResponse {

@@ -111,10 +111,8 @@ pub async fn send(
             .and_then(reqwest::Body::as_bytes)
             .unwrap_or_default();
         let deadline = Some(agent.config.idle_timeout);
-        return Ok(grpc
-            .execute(body, request.headers(), deadline)
-            .await
-            .into_reqwest());
+        let answer = grpc.execute(body, request.headers(), deadline).await;
+        return Ok(crate::upstream::grpc_agent::as_reqwest(answer));
     }
     let spare = renewal.and_then(|_| request.try_clone());
     let response = client.execute(request).await?;

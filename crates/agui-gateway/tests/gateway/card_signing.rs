@@ -274,6 +274,7 @@ async fn a_tampered_card_is_refused_under_require_and_reported_under_verify() {
 }
 
 #[tokio::test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh"]
 async fn an_unsigned_card_is_refused_under_require() {
     let keys = Keys::new("unsigned");
     let agent = agent_with::<&str>("python-v1", &[]);

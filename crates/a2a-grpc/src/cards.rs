@@ -10,7 +10,7 @@ use prost::Message as _;
 use prost::bytes::Buf;
 use prost::encoding::{WireType, decode_key, decode_varint, encode_key, encode_varint};
 
-use super::{v03, v10};
+use crate::{v03, v10};
 
 /// Where the gateway serves an agent: its JSON-RPC URL, and its gRPC
 /// address (`host:port`) when a gRPC client can reach the agent there (the

@@ -12,7 +12,7 @@ use base64::Engine as _;
 use prost_types::value::Kind;
 use serde_json::{Map, Value, json};
 
-use super::{v03, v10};
+use crate::{v03, v10};
 
 /// A `google.protobuf.Value` as JSON. A number that is not finite has no
 /// JSON form: `null`.

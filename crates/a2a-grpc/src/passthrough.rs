@@ -1,7 +1,8 @@
 //! A client's own gRPC call, sent to the agent's gRPC interface as it
 //! came: the request's message bytes and the policy's headers go out, the
 //! agent's frames and trailers come back one for one. The gateway reads
-//! none of it, except a card (`card`), whose addresses it rewrites.
+//! none of it, except a card (`pass_collected`, then `cards`), whose
+//! addresses it rewrites.
 //!
 //! What the gateway bounds: the wait for the answer's head (the agent's
 //! idle timeout, or the caller's `grpc-timeout` when shorter), then each
@@ -12,20 +13,21 @@
 
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
 use bytes::Bytes;
 use futures::StreamExt;
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
 use http_body::Frame;
 use http_body_util::{BodyStream, Full, StreamBody};
 use tokio_util::sync::CancellationToken;
 use tonic::Code;
+use tonic::body::Body;
 use tonic::client::GrpcService;
 
-use super::GrpcAgent;
+use crate::client::GrpcAgent;
+use crate::{v03, v10};
 
 /// The two A2A services a gRPC client may call.
-const SERVICES: [&str; 2] = [super::v03::SERVICE, super::v10::SERVICE];
+const SERVICES: [&str; 2] = [v03::SERVICE, v10::SERVICE];
 
 /// A gRPC method of one of A2A's services, from a request path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,7 +57,7 @@ impl Method {
     pub fn is_card(&self) -> bool {
         matches!(
             (self.service, self.name.as_str()),
-            (super::v10::SERVICE, "GetExtendedAgentCard") | (super::v03::SERVICE, "GetAgentCard")
+            (v10::SERVICE, "GetExtendedAgentCard") | (v03::SERVICE, "GetAgentCard")
         )
     }
 }
@@ -102,9 +104,9 @@ impl GrpcAgent {
         bounds: Bounds,
     ) -> Response<Body> {
         let idle = bounds.idle;
-        let mut request = Request::new(tonic::body::Body::new(Full::new(body)));
-        *request.method_mut() = axum::http::Method::POST;
-        *request.version_mut() = axum::http::Version::HTTP_2;
+        let mut request = Request::new(Body::new(Full::new(body)));
+        *request.method_mut() = http::Method::POST;
+        *request.version_mut() = http::Version::HTTP_2;
         let Ok(uri) = method.path().parse() else {
             return trailers_only(Code::Unimplemented, "no such A2A method");
         };
@@ -331,8 +333,9 @@ pub fn trailers(code: Code, message: &str) -> HeaderMap {
     trailers
 }
 
-/// A call the gateway answers itself: a head that is the trailers too.
-pub fn trailers_only(code: Code, message: &str) -> Response<Body> {
+/// A call the gateway answers itself: a head that is the trailers too,
+/// with an empty body of the caller's type.
+pub fn trailers_only<B: Default>(code: Code, message: &str) -> Response<B> {
     tonic::Status::new(code, message).into_http()
 }
 

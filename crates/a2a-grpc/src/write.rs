@@ -9,7 +9,7 @@
 use base64::Engine as _;
 use serde_json::Value;
 
-use super::{json, v10};
+use crate::{json, v10};
 
 /// `"key":`, after a comma unless it is the object's first.
 struct Object<'a> {

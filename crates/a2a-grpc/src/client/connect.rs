@@ -1,19 +1,25 @@
 //! The connections of a `grpcs://` agent: TCP, then TLS with the agent's
-//! rustls configuration as it is at each connect (`tls::Reloadable`), so
-//! a rotated CA bundle or client certificate takes effect on the next
-//! connection as it does for HTTP agents.
+//! rustls configuration as it is at each connect (`ClientTls`), so a
+//! rotated CA bundle or client certificate takes effect on the next
+//! connection.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::http::Uri;
+use http::Uri;
 use hyper_util::rt::TokioIo;
 use rustls_pki_types::ServerName;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
-use crate::upstream::tls::Reloadable;
+/// Where a `grpcs://` agent's TLS configuration comes from: asked at each
+/// connect, so its owner may rebuild it (rotated files) between two.
+pub trait ClientTls: Send + Sync {
+    /// The configuration to connect with now (ALPN `h2`); `None` when
+    /// there is none for gRPC, and the connection is not made.
+    fn client_config(&self) -> Option<Arc<rustls::ClientConfig>>;
+}
 
 /// Why a TLS connection to an agent was not made.
 #[derive(Debug, thiserror::Error)]
@@ -35,7 +41,7 @@ type Connecting = futures::future::BoxFuture<'static, Result<Connection, Connect
 
 /// A connector for tonic's channel: `uri` is the endpoint's.
 pub fn connector(
-    tls: Arc<Reloadable>,
+    tls: Arc<dyn ClientTls>,
     timeout: Duration,
 ) -> impl tower::Service<Uri, Response = Connection, Error = ConnectError, Future = Connecting> + Clone
 {
@@ -46,7 +52,7 @@ pub fn connector(
                 .host()
                 .ok_or_else(|| ConnectError::Address(uri.to_string()))?;
             let port = uri.port_u16().unwrap_or(443);
-            let config = tls.get().grpc_tls.clone().ok_or(ConnectError::NoTls)?;
+            let config = tls.client_config().ok_or(ConnectError::NoTls)?;
             // `[::1]` in a URI is `::1` to a certificate.
             let bare = host.trim_start_matches('[').trim_end_matches(']');
             let name = ServerName::try_from(bare.to_owned())

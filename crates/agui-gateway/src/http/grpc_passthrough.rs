@@ -9,6 +9,10 @@
 //! Every refusal a gRPC caller gets is a gRPC status (`answers`): a gRPC
 //! client shows an HTTP error body as an opaque transport failure.
 
+use a2a_grpc::cards::{self, GatewayAddresses};
+pub use a2a_grpc::passthrough::is_grpc;
+use a2a_grpc::passthrough::{self, Method, of_http, trailers_only};
+use a2a_grpc::{v03, v10};
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::request::Parts;
@@ -24,12 +28,20 @@ use crate::edge::error::ApiError;
 use crate::obs::access::{AccessNote, Mode};
 use crate::state::AppState;
 use crate::upstream::Agent;
+<<<<<<< HEAD:crates/agui-gateway/src/http/grpc.rs
 use crate::upstream::headers::{ReturnPolicy, returned_headers};
 use crate::upstream::grpc::cards::{self, GatewayAddresses};
 pub use crate::upstream::grpc::pass::is_grpc;
 use crate::upstream::grpc::pass::{self, Method, of_http, trailers_only};
 use crate::upstream::grpc::{v03, v10};
+=======
+use crate::upstream::forwarding::{ReturnPolicy, returned_headers};
+>>>>>>> a2a-grpc:crates/agui-gateway/src/http/grpc_passthrough.rs
 use crate::upstream::outbound::Forwarded;
+
+/// An answer as `a2a_grpc::passthrough` makes it (tonic's body), before
+/// it is the router's.
+type PassedResponse = axum::http::Response<tonic::body::Body>;
 
 /// How much of a refusal's JSON body is read to say it as a gRPC status.
 const REFUSAL_BYTES: usize = 16 * 1024;
@@ -69,7 +81,7 @@ pub async fn call(
     state.metrics.count_request(agent.name(), mode);
     AccessNote::noted(&parts.extensions, agent.name(), mode);
     let (metadata, span) = forwarded.for_call(agent);
-    let bounds = pass::Bounds {
+    let bounds = passthrough::Bounds {
         idle: agent.config.idle_timeout,
         stop: state.shutdown.stop.clone(),
     };
@@ -79,13 +91,14 @@ pub async fn call(
         let answer = grpc
             .pass_collected(&method, &parts.headers, metadata, body, bounds)
             .await;
-        let answer = served_card(&method, answer, &public, mount);
+        let answer = served_card(&method, answer, &public, mount).map(Body::new);
         return Ok(returned(answer, cookies, ()));
     }
     let permit = state.stream_permit(agent.name())?;
     let answer = grpc
         .pass(&method, &parts.headers, metadata, body, bounds)
-        .await;
+        .await
+        .map(Body::new);
     span.answered(StatusCode::OK);
     // The place under `max_streams` and the call's span live as long as
     // the answer.
@@ -125,10 +138,10 @@ fn returned<H: Send + Sync + 'static>(answer: Response, cookies: bool, held: H) 
 /// A card call's answer, with the gateway's addresses in the card.
 fn served_card(
     method: &Method,
-    answer: Result<pass::Collected, Response>,
+    answer: Result<passthrough::Collected, PassedResponse>,
     public: &str,
     mount: &str,
-) -> Response {
+) -> PassedResponse {
     let answer = match answer {
         Ok(answer) => answer,
         Err(refusal) => return refusal,

@@ -8,12 +8,12 @@
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
-use super::json::{to_struct, to_value};
-use super::{v03, v10};
+use crate::json::{to_struct, to_value};
+use crate::{v03, v10};
 
 /// The calls the gateway makes over gRPC, by what they do.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Call {
+pub enum ServiceCall {
     /// A message, answered by a stream (`message/stream`,
     /// `SendStreamingMessage`) or once (`message/send`, `SendMessage`).
     Send {
@@ -57,7 +57,7 @@ impl CallError {
 }
 
 /// The call a JSON-RPC body makes.
-pub fn call_of(body: &Value) -> Result<Call, CallError> {
+pub fn call_of(body: &Value) -> Result<ServiceCall, CallError> {
     let method = body
         .get("method")
         .and_then(Value::as_str)
@@ -81,25 +81,25 @@ pub fn call_of(body: &Value) -> Result<Call, CallError> {
         Ok(id.to_owned())
     };
     Ok(match method {
-        "message/stream" | "SendStreamingMessage" => Call::Send {
+        "message/stream" | "SendStreamingMessage" => ServiceCall::Send {
             streaming: true,
             params,
         },
-        "message/send" | "SendMessage" => Call::Send {
+        "message/send" | "SendMessage" => ServiceCall::Send {
             streaming: false,
             params,
         },
-        "tasks/get" | "GetTask" => Call::Get {
+        "tasks/get" | "GetTask" => ServiceCall::Get {
             id: id()?,
             history_length: params
                 .get("historyLength")
                 .and_then(Value::as_i64)
                 .and_then(|n| i32::try_from(n).ok()),
         },
-        "tasks/cancel" | "CancelTask" => Call::Cancel { id: id()? },
-        "tasks/resubscribe" | "SubscribeToTask" => Call::Subscribe { id: id()? },
-        "tasks/list" | "ListTasks" => Call::List { params },
-        "agent/getAuthenticatedExtendedCard" | "GetExtendedAgentCard" => Call::ExtendedCard,
+        "tasks/cancel" | "CancelTask" => ServiceCall::Cancel { id: id()? },
+        "tasks/resubscribe" | "SubscribeToTask" => ServiceCall::Subscribe { id: id()? },
+        "tasks/list" | "ListTasks" => ServiceCall::List { params },
+        "agent/getAuthenticatedExtendedCard" | "GetExtendedAgentCard" => ServiceCall::ExtendedCard,
         other => return Err(CallError::Method(other.to_owned())),
     })
 }
@@ -345,7 +345,7 @@ mod tests {
 
     fn params(body: &Value) -> Map<String, Value> {
         match call_of(body) {
-            Ok(Call::Send { params, .. }) => params,
+            Ok(ServiceCall::Send { params, .. }) => params,
             other => panic!("{other:?}"),
         }
     }
@@ -392,13 +392,16 @@ mod tests {
         let get = json!({ "method": "tasks/get", "params": { "id": "t1", "historyLength": 5 } });
         assert_eq!(
             call_of(&get),
-            Ok(Call::Get {
+            Ok(ServiceCall::Get {
                 id: "t1".into(),
                 history_length: Some(5)
             })
         );
         let cancel = json!({ "method": "CancelTask", "params": { "name": "tasks/t2" } });
-        assert_eq!(call_of(&cancel), Ok(Call::Cancel { id: "t2".into() }));
+        assert_eq!(
+            call_of(&cancel),
+            Ok(ServiceCall::Cancel { id: "t2".into() })
+        );
         let no_id = json!({ "method": "SubscribeToTask", "params": {} });
         assert_eq!(call_of(&no_id).map_err(|e| e.code()), Err(-32602));
         let unknown = json!({ "method": "tasks/pushNotificationConfig/set", "params": {} });

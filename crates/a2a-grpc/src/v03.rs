@@ -15,7 +15,7 @@ pub fn task_name(id: &str) -> String {
 }
 
 // The numbers are 1.0's: only the spelling of 5 (`CANCELLED`) differs.
-pub use super::v10::{Role, TaskState};
+pub use crate::v10::{Role, TaskState};
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Part {
@@ -222,7 +222,7 @@ pub struct AgentCard {
     #[prost(string, tag = "3")]
     pub url: String,
     #[prost(message, optional, tag = "4")]
-    pub provider: Option<super::v10::AgentProvider>,
+    pub provider: Option<crate::v10::AgentProvider>,
     #[prost(string, tag = "5")]
     pub version: String,
     #[prost(string, tag = "6")]
@@ -234,7 +234,7 @@ pub struct AgentCard {
     #[prost(string, repeated, tag = "11")]
     pub default_output_modes: Vec<String>,
     #[prost(message, repeated, tag = "12")]
-    pub skills: Vec<super::v10::AgentSkill>,
+    pub skills: Vec<crate::v10::AgentSkill>,
     #[prost(bool, tag = "13")]
     pub supports_authenticated_extended_card: bool,
     #[prost(string, tag = "14")]
@@ -262,5 +262,5 @@ pub struct AgentCapabilities {
     #[prost(bool, tag = "2")]
     pub push_notifications: bool,
     #[prost(message, repeated, tag = "3")]
-    pub extensions: Vec<super::v10::AgentExtension>,
+    pub extensions: Vec<crate::v10::AgentExtension>,
 }
