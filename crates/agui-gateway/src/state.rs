@@ -5,6 +5,9 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use a2a_agui::ErrorCode;
+use agui_journal::redis::RedisJournal;
+use agui_journal::replays::Replays;
+use agui_journal::{MemoryJournal, ThreadRef};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
@@ -12,9 +15,6 @@ use crate::config::Config;
 use crate::edge::auth::{AuthSetupError, Authenticator};
 use crate::edge::error::ApiError;
 use crate::edge::ratelimit::RateLimiter;
-use crate::journal::redis::RedisJournal;
-use crate::journal::replays::Replays;
-use crate::journal::{MemoryJournal, ThreadRef};
 use crate::obs::metrics::Metrics;
 use crate::upstream::Agent;
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use a2a_agui::{ErrorCode, Options};
+use agui_journal::{CallerDigest, RunIdentity};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -24,7 +25,6 @@ use super::{card, copilotkit, gate, grpc, inspect, paths};
 use crate::edge::cors;
 use crate::edge::error::ApiError;
 use crate::http::negotiate::{Negotiated, negotiate, output_format, wants_agui};
-use crate::journal::{CallerDigest, RunIdentity};
 use crate::obs::access;
 use crate::obs::access::{AccessNote, Mode};
 use crate::random::random_u64;
@@ -250,7 +250,7 @@ async fn run_request(
     let (parts, body) = request.into_parts();
     gate::allowed(state, &parts.extensions, &agent)?;
     let body = read_body(state, body).await?;
-    let caller = CallerDigest::of(&gate::scope(&parts.extensions), &parts.headers);
+    let caller = gate::caller_digest(&gate::scope(&parts.extensions), &parts.headers);
     Ok((agent, parts, caller, body))
 }
 
