@@ -41,7 +41,7 @@ pub async fn gate(
 ) -> Response {
     // Counted from admission to the answer's head: past it, a stream
     // holds its permit (`AppState::is_idle`).
-    let _counted = state.shutdown.in_flight.enter();
+    let _counted = state.shutdown.unanswered.enter();
     match admit(&state, &mut request).await {
         Ok(()) => next.run(request).await,
         Err(err) => err.into_response(),

@@ -1,6 +1,6 @@
 //! The HTTP answer to each refusal the layers below say in their own
 //! terms: the journal's (a run that cannot be continued, a thread replay
-//! refused).
+//! refused) and the shared state's (no room for a stream, no such agent).
 
 use a2a_agui::ErrorCode;
 use agui_journal::ResumeError;
@@ -8,6 +8,7 @@ use agui_journal::replays::Refused;
 use axum::http::{HeaderValue, StatusCode, header};
 
 use crate::edge::error::ApiError;
+use crate::state::{NoAgent, StreamsFull};
 
 impl From<ResumeError> for ApiError {
     fn from(err: ResumeError) -> ApiError {
@@ -47,5 +48,23 @@ impl From<Refused> for ApiError {
             ),
         };
         error.with_header(header::RETRY_AFTER, HeaderValue::from_static("1"))
+    }
+}
+
+/// A 503: a balancer may try another replica.
+impl From<StreamsFull> for ApiError {
+    fn from(full: StreamsFull) -> ApiError {
+        ApiError::unavailable(ErrorCode::GatewayBusy, full.to_string())
+    }
+}
+
+impl From<NoAgent> for ApiError {
+    fn from(err: NoAgent) -> ApiError {
+        let code = match err {
+            NoAgent::NameTooLong => return ApiError::id_too_long("the agent name"),
+            NoAgent::Unknown(_) => ErrorCode::UnknownAgent,
+            NoAgent::NoDefault { .. } => ErrorCode::NoDefaultAgent,
+        };
+        ApiError::not_found(code, err.to_string())
     }
 }

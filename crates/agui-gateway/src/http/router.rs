@@ -162,9 +162,9 @@ async fn list_agents(State(state): State<AppHandle>, request: Request) -> Respon
 fn agui_agent(state: &AppState, request: &Request, instead: &str) -> Result<Arc<Agent>, ApiError> {
     if request.uri().path().starts_with("/v1/agents/") {
         let (name, _) = split_agent_path(request.uri().path());
-        state.named(&name)
+        Ok(state.named(&name)?)
     } else {
-        state.default_agent(instead)
+        Ok(state.default_agent(instead)?)
     }
 }
 
