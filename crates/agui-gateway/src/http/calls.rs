@@ -53,7 +53,7 @@ pub fn run_by(
     parts: &axum::http::request::Parts,
     body: &[u8],
 ) -> RunBy {
-    let caller = super::gate::caller_digest(scope, &parts.headers);
+    let caller = gate::caller_digest(scope, &parts.headers);
     let uri = parts.uri.path_and_query().map_or("", |p| p.as_str());
     RunBy {
         owner: Owner::of(agent.name(), &caller, parts.method.as_str(), uri, body),
