@@ -10,10 +10,10 @@
 
 mod batch;
 mod detach;
+mod frames;
 mod heal;
 mod observe;
 mod redis_run;
-mod frames;
 mod takeover;
 
 pub use takeover::take_over;
