@@ -24,7 +24,10 @@ fn reads_field_by_field(out: &[u8], signatures: u32) {
             &mut rest,
             prost::encoding::DecodeContext::default(),
         );
-        assert!(skipped.is_ok(), "the rewrite wrote a field that does not read");
+        assert!(
+            skipped.is_ok(),
+            "the rewrite wrote a field that does not read"
+        );
     }
 }
 

@@ -22,7 +22,11 @@ pub fn check(data: &[u8]) {
         },
         Err(err) => assert!(err.status.is_client_error(), "{err:?}"),
     }
-    for (method, path) in [(Method::POST, "/"), (Method::POST, "/v1/message:stream"), (Method::GET, "/tasks/t1:subscribe")] {
+    for (method, path) in [
+        (Method::POST, "/"),
+        (Method::POST, "/v1/message:stream"),
+        (Method::GET, "/tasks/t1:subscribe"),
+    ] {
         match negotiate(&method, path, data) {
             Ok(Negotiated::Build(message)) => assert!(!message.parts.is_empty()),
             Ok(_) => {}

@@ -25,7 +25,11 @@ pub fn check(data: &[u8]) {
         None => (&*text, None),
     };
     if let Ok(url) = upstream_url(&base, path, query) {
-        assert_eq!(url.origin(), base.origin(), "{path:?} left the origin: {url}");
+        assert_eq!(
+            url.origin(),
+            base.origin(),
+            "{path:?} left the origin: {url}"
+        );
         assert_eq!(url.username(), base.username());
         assert_eq!(url.password(), base.password());
         let below = url.path().starts_with(&base_path(&base)) || url.path() == base.path();

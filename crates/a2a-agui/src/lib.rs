@@ -42,11 +42,11 @@ pub use codes::{ErrorCode, Side};
 pub use convert::{
     AguiVersion, Converter, MAX_PENDING_TOOL_OUTPUT, MAX_TRACKED, Options, StreamEnd,
 };
+pub use encode::{Encoder, HectorEncoder, OutputFormat, write_agui_frame};
 pub use event::custom::{
     AcpStatus, ArtifactNotice, Citation, Custom, DataNotice, ErrorNotice, EventMetadata,
     FileNotice, MessageMetadata, ReasoningNotice, StatusNotice, ToolError, Trajectory,
 };
-pub use encode::{Encoder, HectorEncoder, OutputFormat, write_agui_frame};
 pub use event::{
     AssistantRole, Event, Id, Interrupt, InterruptReason, Outcome, Patch, PatchOp, ReasoningRole,
     RunResult, SubagentOutcome, TextMetadata, ToolRole,

@@ -7,7 +7,6 @@ pub mod agui;
 pub mod config;
 pub mod edge;
 pub mod http;
-pub mod journal;
 pub mod obs;
 pub mod random;
 pub mod relay;

@@ -114,7 +114,10 @@ pub(crate) fn respond(delay: Duration, body: &[u8]) -> Response {
                 tokio::time::sleep(delay).await;
             }
             let frame = sse::frame(&id, &event);
-            Some((Ok::<_, std::convert::Infallible>(frame), (events, id, false)))
+            Some((
+                Ok::<_, std::convert::Infallible>(frame),
+                (events, id, false),
+            ))
         },
     );
     sse::response(stream)

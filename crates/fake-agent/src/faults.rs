@@ -23,11 +23,12 @@ pub const FIXED_SSE: &str = ": ping - 2026-11-21 04:36:11\r\n\r\ndata: {\"id\":1
 /// The chunks of the `burst` scenario.
 pub const BURST: usize = 200;
 
-
 /// The card of the fault-injecting agent.
 pub(crate) fn card(url: &str) -> Response {
-    axum::Json(json!({ "name": "fake", "description": "fault injection", "url": url,
-        "protocolVersion": "0.3.0", "capabilities": { "streaming": true } }))
+    axum::Json(
+        json!({ "name": "fake", "description": "fault injection", "url": url,
+        "protocolVersion": "0.3.0", "capabilities": { "streaming": true } }),
+    )
     .into_response()
 }
 

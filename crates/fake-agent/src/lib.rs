@@ -115,7 +115,11 @@ impl Agent {
     /// `method`; panics (a test's failure report) if it never does.
     pub async fn wait_for_method(&self, method: &str, within: Duration) {
         let deadline = Instant::now() + within;
-        while !self.log.lock().is_ok_and(|log| log.methods.iter().any(|m| m == method)) {
+        while !self
+            .log
+            .lock()
+            .is_ok_and(|log| log.methods.iter().any(|m| m == method))
+        {
             assert!(Instant::now() < deadline, "the agent never got {method}");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

@@ -26,7 +26,7 @@ pub struct LoadDefaults {
     /// Milliseconds between chunks.
     pub interval_ms: u64,
     /// Filler bytes per chunk, besides the time marker.
-    pub(crate) bytes: usize,
+    pub bytes: usize,
 }
 
 impl Default for LoadDefaults {
@@ -87,10 +87,12 @@ impl Pacer {
 
 /// The card of the load agent.
 pub(crate) fn card(url: &str) -> Response {
-    axum::Json(json!({ "name": "fake upstream", "description": "deterministic load-test agent",
+    axum::Json(
+        json!({ "name": "fake upstream", "description": "deterministic load-test agent",
         "url": url, "version": "1", "protocolVersion": "0.3.0", "preferredTransport": "JSONRPC",
         "capabilities": { "streaming": true }, "defaultInputModes": ["text/plain"],
-        "defaultOutputModes": ["text/plain"], "skills": [] }))
+        "defaultOutputModes": ["text/plain"], "skills": [] }),
+    )
     .into_response()
 }
 

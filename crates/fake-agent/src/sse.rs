@@ -6,7 +6,9 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 /// A response streaming `stream`'s chunks as they come.
-pub(crate) fn response<E>(stream: impl futures::Stream<Item = Result<Bytes, E>> + Send + 'static) -> Response
+pub(crate) fn response<E>(
+    stream: impl futures::Stream<Item = Result<Bytes, E>> + Send + 'static,
+) -> Response
 where
     E: Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
 {

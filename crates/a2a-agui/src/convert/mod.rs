@@ -29,9 +29,9 @@ mod versions;
 
 use serde_json::Value;
 
-pub use self::options::{AguiVersion, Options, StreamEnd};
 use self::artifacts::Artifacts;
 use self::block::{Blocks, Segment};
+pub use self::options::{AguiVersion, Options, StreamEnd};
 use self::resync::Resync;
 use self::run::{Ending, Lifecycle};
 use self::status::Origin;
@@ -40,8 +40,8 @@ use self::tools::{NewCall, Tools};
 use self::ui::Surfaces;
 use self::versions::Versions;
 use crate::codes::ErrorCode;
-use crate::event::custom::{AcpStatus, Custom, DataNotice, ErrorNotice, FileNotice};
 use crate::digest::TextDigest;
+use crate::event::custom::{AcpStatus, Custom, DataNotice, ErrorNotice, FileNotice};
 use crate::event::{Event, Outcome, Patch, PatchOp, RunResult};
 use crate::ids::{IdSource, SequentialIds};
 use crate::read::{self, AcpEvent, AcpRunIds, Block, ErrorReport, Item, Object};

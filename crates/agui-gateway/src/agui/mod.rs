@@ -27,12 +27,12 @@ mod parts;
 use std::sync::Arc;
 
 use a2a_agui::{ErrorCode, Event, Options, RunState};
+use agui_journal::{RunBy, RunIdentity, RunThread, ThreadListKey, ThreadRef};
 use axum::body::Bytes;
 use axum::response::Response;
 
 use self::input::{RunRequest, Upstream};
 use crate::edge::error::ApiError;
-use crate::journal::{RunBy, RunIdentity, RunThread, Shelf, ThreadRef};
 use crate::obs::access::{AccessNote, Mode};
 use crate::random::random_u64;
 use crate::relay::{self, Conversion};
@@ -83,7 +83,7 @@ pub async fn run(state: AppHandle, agent: Arc<Agent>, call: RunCall) -> Result<R
         thread: Some(RunThread {
             thread,
             id: thread_id.clone(),
-            shelf: Shelf::new(agent.name(), &run_by.caller),
+            list: ThreadListKey::new(agent.name(), &run_by.caller),
             run_id: run_id.clone(),
             input: input.messages_json(state.config.journal.limits.max_run_bytes),
         }),

@@ -90,7 +90,6 @@ mod file;
 pub mod flags;
 pub mod forward_policy;
 mod identity_flags;
-mod journal;
 mod limits;
 mod schema;
 mod tls;
@@ -103,11 +102,11 @@ use std::time::Duration;
 use a2a_agui::OutputFormat;
 use url::{Origin, Url};
 
+pub use agui_journal::{Backend, JournalConfig, JournalLimits};
 pub use card_signing::{CardKeys, CardSigning};
 pub use cors::{CorsConfig, OriginRule};
 pub use env::Environment;
 pub use forward_policy::{ForwardPolicy, TrustedProxies};
-pub use journal::{Backend, JournalConfig, JournalLimits};
 pub use tls::{
     FileStamp, MAX_TLS_FILE_BYTES, ServeTls, TLS_FLAGS, TlsFileError, TlsMaterial, UpstreamTls,
 };

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use a2a_agui::ErrorCode;
+use agui_journal::{Owner, RunBy};
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
@@ -13,7 +14,6 @@ use http_body_util::BodyExt;
 use super::gate;
 use crate::edge::bodies::BodiesInFlight;
 use crate::edge::error::ApiError;
-use crate::journal::{CallerDigest, Owner, RunBy};
 use crate::obs::access::{AccessNote, Mode};
 use crate::state::{AppHandle, AppState};
 use crate::upstream::Agent;
@@ -53,7 +53,7 @@ pub fn run_by(
     parts: &axum::http::request::Parts,
     body: &[u8],
 ) -> RunBy {
-    let caller = CallerDigest::of(scope, &parts.headers);
+    let caller = gate::caller_digest(scope, &parts.headers);
     let uri = parts.uri.path_and_query().map_or("", |p| p.as_str());
     RunBy {
         owner: Owner::of(agent.name(), &caller, parts.method.as_str(), uri, body),

@@ -15,6 +15,7 @@
 
 use std::sync::Arc;
 
+use agui_journal::{CallerDigest, ThreadRef};
 use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
@@ -25,7 +26,6 @@ use serde_json::{Map, Value, json};
 use super::agui_routes::{agui_input, read_body};
 use super::gate;
 use crate::edge::error::ApiError;
-use crate::journal::{CallerDigest, ThreadRef};
 use crate::obs::access::{AccessNote, Mode};
 use crate::resume::{self, MAX_ID_BYTES, Stopped, ThreadAsk, WhenEmpty};
 use crate::state::{AppHandle, AppState};
@@ -526,7 +526,7 @@ async fn forwarded(agent: &Agent, parts: &Parts) -> Forwarded {
 }
 
 fn caller(parts: &Parts) -> CallerDigest {
-    CallerDigest::of(&gate::scope(&parts.extensions), &parts.headers)
+    gate::caller_digest(&gate::scope(&parts.extensions), &parts.headers)
 }
 
 fn noted(state: &AppState, parts: &Parts, agent: &str) {

@@ -28,15 +28,7 @@ use crate::edge::error::ApiError;
 use crate::obs::access::{AccessNote, Mode};
 use crate::state::AppState;
 use crate::upstream::Agent;
-<<<<<<< HEAD:crates/agui-gateway/src/http/grpc.rs
 use crate::upstream::headers::{ReturnPolicy, returned_headers};
-use crate::upstream::grpc::cards::{self, GatewayAddresses};
-pub use crate::upstream::grpc::pass::is_grpc;
-use crate::upstream::grpc::pass::{self, Method, of_http, trailers_only};
-use crate::upstream::grpc::{v03, v10};
-=======
-use crate::upstream::forwarding::{ReturnPolicy, returned_headers};
->>>>>>> a2a-grpc:crates/agui-gateway/src/http/grpc_passthrough.rs
 use crate::upstream::outbound::Forwarded;
 
 /// An answer as `a2a_grpc::passthrough` makes it (tonic's body), before

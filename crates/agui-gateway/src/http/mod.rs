@@ -2,7 +2,8 @@
 //! front of every route (`gate`), the path routed on and the card calls in
 //! it (`paths`), what a request wants (`negotiate`), the agent card served
 //! through the gateway (`card`), gRPC passthrough (`grpc_passthrough`),
-//! the probes and metrics (`probes`) and the inspector's page (`inspect`).
+//! the probes and metrics (`probes`), the inspector's page (`inspect`), and
+//! the HTTP answer to each refusal of the layers below (`refusals`).
 
 mod agui_routes;
 pub mod card;
@@ -13,4 +14,5 @@ pub mod inspect;
 pub mod negotiate;
 pub mod paths;
 mod probes;
+mod refusals;
 pub mod router;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use a2a_agui::{ErrorCode, Options};
+use agui_journal::{CallerDigest, RunIdentity};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -24,7 +25,6 @@ use super::{card, copilotkit, gate, grpc_passthrough, inspect, paths};
 use crate::edge::cors;
 use crate::edge::error::ApiError;
 use crate::http::negotiate::{Negotiated, negotiate, output_format, wants_agui};
-use crate::journal::{CallerDigest, RunIdentity};
 use crate::obs::access;
 use crate::obs::access::{AccessNote, Mode};
 use crate::random::random_u64;
@@ -162,9 +162,9 @@ async fn list_agents(State(state): State<AppHandle>, request: Request) -> Respon
 fn agui_agent(state: &AppState, request: &Request, instead: &str) -> Result<Arc<Agent>, ApiError> {
     if request.uri().path().starts_with("/v1/agents/") {
         let (name, _) = split_agent_path(request.uri().path());
-        state.named(&name)
+        Ok(state.named(&name)?)
     } else {
-        state.default_agent(instead)
+        Ok(state.default_agent(instead)?)
     }
 }
 
@@ -250,7 +250,7 @@ async fn run_request(
     let (parts, body) = request.into_parts();
     gate::allowed(state, &parts.extensions, &agent)?;
     let body = read_body(state, body).await?;
-    let caller = CallerDigest::of(&gate::scope(&parts.extensions), &parts.headers);
+    let caller = gate::caller_digest(&gate::scope(&parts.extensions), &parts.headers);
     Ok((agent, parts, caller, body))
 }
 

@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use a2a_agui::{ErrorCode, StreamEnd};
+use agui_journal::InputOp;
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
@@ -12,7 +13,6 @@ use serde_json::Value;
 use super::heal::{self, Healed};
 use super::observe::Progress;
 use super::{Broke, RelayState, Source, encoded, keep_scratch, now_ms, take_scratch};
-use crate::journal::InputOp;
 
 impl RelayState {
     /// Makes a step's output a piece (its events were noted after each

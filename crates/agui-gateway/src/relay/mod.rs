@@ -10,10 +10,10 @@
 
 mod batch;
 mod detach;
+mod frames;
 mod heal;
 mod observe;
 mod redis_run;
-mod frames;
 mod takeover;
 
 pub use takeover::take_over;
@@ -24,6 +24,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use a2a_agui::{ErrorCode, Event, Options, OutputFormat, SequentialIds, StreamConverter};
+use agui_journal::redis::RunSpec;
+use agui_journal::{InputOp, RunIdentity, RunLog};
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
@@ -34,8 +36,6 @@ use self::detach::Attached;
 use self::observe::RunObserver;
 use self::redis_run::RedisRun;
 use crate::edge::error::ApiError;
-use crate::journal::redis::RunSpec;
-use crate::journal::{InputOp, RunIdentity, RunLog};
 use crate::obs::access::AccessNote;
 use crate::obs::metrics::Metrics;
 use crate::obs::telemetry::CallSpan;

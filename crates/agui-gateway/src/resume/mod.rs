@@ -7,11 +7,15 @@
 //! Redis (`remote`).
 
 mod conversation;
+mod event_id;
 mod remote;
 pub mod replay;
 mod threads;
 
 use a2a_agui::ErrorCode;
+use agui_journal::redis::{RedisJournal, RemoteRun};
+use agui_journal::replays::Reader;
+use agui_journal::{self as journal, CallerDigest, Owner, ResumeError, RunLog, ThreadRef};
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -23,13 +27,11 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 pub use conversation::ThreadAsk;
+use event_id::EventId;
 pub use replay::WhenEmpty;
 pub use threads::threads;
 
 use crate::edge::error::{ApiError, bounded_id};
-use crate::journal::redis::{RedisJournal, RemoteRun};
-use crate::journal::replays::Reader;
-use crate::journal::{self, CallerDigest, EventId, Owner, ResumeError, RunLog, ThreadRef};
 use crate::obs::access::Mode;
 use crate::relay;
 use crate::state::{AppHandle, AppState};

@@ -9,14 +9,14 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agui_journal::redis::{BLOCK, Entry, RedisJournal, RemoteRun};
+use agui_journal::{self as journal, ResumeError, RunIdentity, RunLog, frame_start};
 use bytes::Bytes;
 use futures::Stream;
 use redis::aio::MultiplexedConnection;
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::edge::error::ApiError;
-use crate::journal::redis::{BLOCK, Entry, RedisJournal, RemoteRun};
-use crate::journal::{self, ResumeError, RunIdentity, RunLog, frame_start};
 use crate::obs::metrics::NO_AGENT;
 use crate::relay;
 use crate::state::AppHandle;

@@ -17,9 +17,9 @@
 
 use std::convert::Infallible;
 
-use a2a_agui::ErrorCode;
+use agui_journal::replays::{Kind, Reading};
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -30,7 +30,6 @@ use super::conversation::{
 };
 use super::{Found, follow_stream};
 use crate::edge::error::ApiError;
-use crate::journal::replays::{Kind, Reading, Refused};
 use crate::random::random_u64;
 use crate::relay;
 use crate::state::{AppHandle, AppState};
@@ -163,10 +162,7 @@ async fn held(
         Some(held) => held,
         None => {
             let deadline = tokio::time::Instant::now() + AGENT_DEADLINE;
-            let _turn = replays
-                .build_turn(&ask.thread, kind, deadline)
-                .await
-                .map_err(refused)?;
+            let _turn = replays.build_turn(&ask.thread, kind, deadline).await?;
             // Whoever built before this turn may have built this one.
             match replays.cached(&ask.thread, kind, version) {
                 Some(held) => held,
@@ -176,9 +172,7 @@ async fn held(
                     // Nothing to show is cached too: a thread id that names
                     // nothing must not cost an agent call each time.
                     let bytes = Bytes::from(render(messages));
-                    replays
-                        .hold(&ask.thread, kind, version, from_agent, bytes)
-                        .map_err(refused)?
+                    replays.hold(&ask.thread, kind, version, from_agent, bytes)?
                 }
             }
         }
@@ -186,21 +180,6 @@ async fn held(
     if held.bytes.is_empty() {
         return Ok((None, live));
     }
-    let reading = replays.read(ask.reader, held).map_err(refused)?;
+    let reading = replays.read(ask.reader, held)?;
     Ok((Some(reading), live))
-}
-
-fn refused(refused: Refused) -> ApiError {
-    let error = match refused {
-        Refused::ReaderFull => ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            ErrorCode::RateLimited,
-            "too many thread replays of this caller are still being read: read them first",
-        ),
-        Refused::Busy => ApiError::unavailable(
-            ErrorCode::GatewayBusy,
-            "the gateway holds as many thread replays as it may: try again shortly",
-        ),
-    };
-    error.with_header(header::RETRY_AFTER, HeaderValue::from_static("1"))
 }

@@ -53,7 +53,10 @@ pub enum DirectError {
 
 impl DirectError {
     pub fn is_connect(&self) -> bool {
-        matches!(self, DirectError::Connect(_) | DirectError::ConnectTimeout(_))
+        matches!(
+            self,
+            DirectError::Connect(_) | DirectError::ConnectTimeout(_)
+        )
     }
 
     pub fn is_connect_timeout(&self) -> bool {
@@ -125,7 +128,10 @@ pub async fn send(
         }
         // Heads are small: read into the buffer itself, 2 KiB at a time.
         pending.reserve(2048);
-        let read = stream.read_buf(&mut pending).await.map_err(DirectError::Io)?;
+        let read = stream
+            .read_buf(&mut pending)
+            .await
+            .map_err(DirectError::Io)?;
         if read == 0 {
             return Err(DirectError::Protocol(
                 "the connection closed before a response head",

@@ -10,15 +10,9 @@
 pub mod answer;
 mod card;
 pub mod credentials;
-<<<<<<< HEAD
-pub mod headers;
-pub mod grpc;
 pub mod direct;
-=======
-pub mod forwarding;
 pub mod grpc_agent;
-pub mod lean;
->>>>>>> a2a-grpc
+pub mod headers;
 pub mod outbound;
 mod rpc;
 pub mod target;

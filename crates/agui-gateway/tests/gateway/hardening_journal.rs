@@ -312,8 +312,8 @@ async fn the_redis_journal_stays_within_journal_max_bytes() {
 #[tokio::test]
 #[ignore = "tier 2: redis-server"]
 async fn the_redis_journal_drops_the_oldest_finished_runs_and_never_a_live_one() {
-    use agui_gateway::journal::JournalLimits;
-    use agui_gateway::journal::redis::{Appended, Chunk, RedisJournal};
+    use agui_journal::JournalLimits;
+    use agui_journal::redis::{Appended, Chunk, RedisJournal};
     const MAX_BYTES: usize = 360 << 10;
     let server = redis_server();
     let mut redis = redis_of(&server).await;

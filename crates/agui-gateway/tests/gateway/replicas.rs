@@ -279,17 +279,14 @@ async fn a_stop_on_another_replica_ends_the_run_within_a_lease_renewal() {
 }
 
 /// A run with no thread, as the journal's own calls open it in tests.
-pub fn plain_run() -> (
-    agui_gateway::journal::RunIdentity,
-    agui_gateway::journal::redis::RunSpec,
-) {
-    use agui_gateway::journal::{CallerDigest, Owner, RunIdentity};
-    let caller = CallerDigest::of("", &Default::default());
+pub fn plain_run() -> (agui_journal::RunIdentity, agui_journal::redis::RunSpec) {
+    use agui_journal::{CallerDigest, Owner, RunIdentity};
+    let caller = CallerDigest::of_scope("");
     let identity = RunIdentity {
         owner: Owner::of("agent", &caller, "POST", "/agui", b"{}"),
         thread: None,
     };
-    let spec = agui_gateway::journal::redis::RunSpec {
+    let spec = agui_journal::redis::RunSpec {
         agent: "agent".to_owned(),
         thread_id: None,
         run_id: None,
@@ -310,8 +307,8 @@ pub fn plain_run() -> (
 #[tokio::test]
 #[ignore = "tier 2: redis-server"]
 async fn only_the_lease_holder_appends_and_only_in_order() {
-    use agui_gateway::journal::JournalLimits;
-    use agui_gateway::journal::redis::{Appended, Chunk, RedisJournal};
+    use agui_journal::JournalLimits;
+    use agui_journal::redis::{Appended, Chunk, RedisJournal};
     /// Frames `first..=last` (their bytes do not matter here), with the
     /// given input, terminal flag and task.
     async fn put(

@@ -8,12 +8,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use serde_json::{Value, json};
 
 pub fn repo_root() -> PathBuf {
@@ -406,7 +400,6 @@ pub async fn read_until_then_leave(response: reqwest::Response, marker: &str) ->
     }
     seen
 }
-
 
 // ---------------------------------------------------------------------------
 // A loopback TCP proxy a test can cut: every connection open at the time of

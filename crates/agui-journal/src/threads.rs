@@ -1,13 +1,14 @@
 //! The threads this replica has seen, for a thread's replay and a
-//! caller's thread list: per thread its id as the client wrote it, whose
-//! it is (`Shelf`), when it started and last ran, the journaled runs still
-//! kept (oldest first) and the A2A tasks its runs named. A thread outlives
+//! caller's thread list: per thread its id as the client wrote it, the
+//! list it is shown in (`ThreadListKey`: whose it is), when it started and
+//! last ran, the journaled runs still kept (oldest first) and the A2A
+//! tasks its runs named. A thread outlives
 //! its runs' frames (a replay then asks the agent for those tasks).
 //!
-//! Bounded: `MAX_THREADS` threads, at most `MAX_LISTED` of one shelf (the
-//! one that ran least recently goes first: the shelf's own, when it is the
-//! shelf that is full, so that one caller cannot push out another's; the
-//! anonymous callers' shelf, everyone's without an identity, has only the
+//! Bounded: `MAX_THREADS` threads, at most `MAX_LISTED` of one list (the
+//! one that ran least recently goes first: the list's own, when it is the
+//! list that is full, so that one caller cannot push out another's; the
+//! anonymous callers' list, everyone's without an identity, has only the
 //! book's bound),
 //! `RUNS_PER_THREAD` runs and `TASKS_PER_THREAD` tasks each, and for
 //! `JournalLimits::thread_lifetime` after its last run. Every id it keeps
@@ -17,7 +18,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::{RunThread, Shelf, ThreadRef};
+use crate::identity::{RunThread, ThreadListKey, ThreadRef};
 
 /// Threads remembered in all.
 pub const MAX_THREADS: usize = 10_000;
@@ -47,7 +48,7 @@ pub struct ThreadSummary {
 
 struct Thread {
     summary: ThreadSummary,
-    shelf: Shelf,
+    list: ThreadListKey,
     /// `(run id, run key)`, oldest first.
     runs: VecDeque<(String, String)>,
     tasks: VecDeque<String>,
@@ -55,11 +56,11 @@ struct Thread {
 
 pub(super) struct ThreadBook {
     threads: HashMap<ThreadRef, Thread>,
-    /// Least recently run first: who goes when the book (or a shelf) is
+    /// Least recently run first: who goes when the book (or a list) is
     /// full, or when its lifetime is over.
     order: VecDeque<ThreadRef>,
-    /// Threads per shelf.
-    shelved: HashMap<Shelf, usize>,
+    /// Threads per list.
+    per_list: HashMap<ThreadListKey, usize>,
     /// How long a thread is kept after its last run, in milliseconds.
     lifetime_ms: u64,
 }
@@ -69,7 +70,7 @@ impl ThreadBook {
         ThreadBook {
             threads: HashMap::new(),
             order: VecDeque::new(),
-            shelved: HashMap::new(),
+            per_list: HashMap::new(),
             lifetime_ms: u64::try_from(lifetime.as_millis()).unwrap_or(u64::MAX),
         }
     }
@@ -103,16 +104,16 @@ impl ThreadBook {
         if self.threads.contains_key(&thread.thread) {
             self.order.retain(|t| *t != thread.thread);
         } else {
-            // The anonymous shelf is everyone's without an identity: it
+            // The anonymous list is everyone's without an identity: it
             // has only the book's bound.
-            let full_shelf = !thread.shelf.is_anonymous()
-                && self.shelved.get(&thread.shelf).copied().unwrap_or(0) >= MAX_LISTED;
-            let victim = if full_shelf {
-                let shelf = thread.shelf;
+            let full_list = !thread.list.is_anonymous()
+                && self.per_list.get(&thread.list).copied().unwrap_or(0) >= MAX_LISTED;
+            let victim = if full_list {
+                let list = thread.list;
                 let threads = &self.threads;
                 self.order
                     .iter()
-                    .position(|t| threads.get(t).is_some_and(|e| e.shelf == shelf))
+                    .position(|t| threads.get(t).is_some_and(|e| e.list == list))
             } else if self.threads.len() >= MAX_THREADS {
                 Some(0)
             } else {
@@ -121,7 +122,7 @@ impl ThreadBook {
             if let Some(victim) = victim.and_then(|at| self.order.remove(at)) {
                 self.remove(&victim);
             }
-            *self.shelved.entry(thread.shelf).or_default() += 1;
+            *self.per_list.entry(thread.list).or_default() += 1;
         }
         self.order.push_back(thread.thread);
         let entry = self.threads.entry(thread.thread).or_insert_with(|| Thread {
@@ -130,7 +131,7 @@ impl ThreadBook {
                 created_ms: now,
                 updated_ms: now,
             },
-            shelf: thread.shelf,
+            list: thread.list,
             runs: VecDeque::new(),
             tasks: VecDeque::new(),
         });
@@ -147,10 +148,10 @@ impl ThreadBook {
         let Some(gone) = self.threads.remove(thread) else {
             return;
         };
-        if let Some(count) = self.shelved.get_mut(&gone.shelf) {
+        if let Some(count) = self.per_list.get_mut(&gone.list) {
             *count = count.saturating_sub(1);
             if *count == 0 {
-                self.shelved.remove(&gone.shelf);
+                self.per_list.remove(&gone.list);
             }
         }
     }
@@ -192,13 +193,13 @@ impl ThreadBook {
             .unwrap_or_default()
     }
 
-    /// The shelf's threads, the latest to run first.
-    pub(super) fn list(&self, shelf: &Shelf) -> Vec<ThreadSummary> {
+    /// The list's threads, the latest to run first.
+    pub(super) fn list(&self, list: &ThreadListKey) -> Vec<ThreadSummary> {
         let now = unix_ms();
         let mut listed: Vec<ThreadSummary> = self
             .threads
             .values()
-            .filter(|t| t.shelf == *shelf && !self.expired(t.summary.updated_ms, now))
+            .filter(|t| t.list == *list && !self.expired(t.summary.updated_ms, now))
             .map(|t| t.summary.clone())
             .collect();
         listed.sort_by(|a, b| b.updated_ms.cmp(&a.updated_ms).then(a.id.cmp(&b.id)));
@@ -210,14 +211,14 @@ impl ThreadBook {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::CallerDigest;
+    use crate::identity::CallerDigest;
 
     fn run(caller: &str, thread: &str, run_id: &str) -> RunThread {
-        let caller = CallerDigest::of(caller, &Default::default());
+        let caller = CallerDigest::of_scope(caller);
         RunThread {
             thread: ThreadRef::new("a", &caller, thread),
             id: thread.to_owned(),
-            shelf: Shelf::new("a", &caller),
+            list: ThreadListKey::new("a", &caller),
             run_id: run_id.to_owned(),
             input: bytes::Bytes::new(),
         }
@@ -247,7 +248,7 @@ mod tests {
         assert_eq!(tasks[0], "task3");
         book.opened(&run("bob", "t2", "r"), "kb");
         assert_eq!(
-            book.list(&t1.shelf)
+            book.list(&t1.list)
                 .iter()
                 .map(|t| t.id.as_str())
                 .collect::<Vec<_>>(),
@@ -255,7 +256,7 @@ mod tests {
         );
         // One caller's flood pushes out only that caller's own threads,
         // the least recently run first.
-        let carol = run("carol", "c", "r").shelf;
+        let carol = run("carol", "c", "r").list;
         for n in 0..MAX_LISTED + 5 {
             book.opened(&run("carol", &format!("c{n}"), "r"), "k");
             if n == MAX_LISTED - 1 {
@@ -266,12 +267,12 @@ mod tests {
         assert_eq!(listed.len(), MAX_LISTED);
         assert!(listed.iter().any(|t| t.id == "c0"));
         assert!(!listed.iter().any(|t| t.id == "c1"));
-        assert_eq!(book.list(&t1.shelf).len(), 1);
-        // Anonymous callers share one shelf, which only the book bounds.
+        assert_eq!(book.list(&t1.list).len(), 1);
+        // Anonymous callers share one list, which only the book bounds.
         for n in 0..MAX_LISTED + 5 {
             book.opened(&run("", &format!("a{n}"), "r"), "k");
         }
-        assert_eq!(book.list(&run("", "a0", "r").shelf).len(), MAX_LISTED);
+        assert_eq!(book.list(&run("", "a0", "r").list).len(), MAX_LISTED);
         assert!(book.runs(&run("", "a0", "r").thread, None).len() == 1);
         // Many callers: the book holds `MAX_THREADS` in all.
         for caller in 0..=MAX_THREADS / MAX_LISTED {
@@ -280,7 +281,7 @@ mod tests {
             }
         }
         assert_eq!(book.threads.len(), MAX_THREADS);
-        assert_eq!(book.shelved.values().sum::<usize>(), MAX_THREADS);
+        assert_eq!(book.per_list.values().sum::<usize>(), MAX_THREADS);
     }
 
     #[test]
@@ -289,13 +290,13 @@ mod tests {
         let old = run("alice", "old", "r");
         book.opened(&old, "k1");
         std::thread::sleep(Duration::from_millis(5));
-        assert!(book.list(&old.shelf).is_empty());
+        assert!(book.list(&old.list).is_empty());
         assert!(book.runs(&old.thread, None).is_empty());
         book.opened(&run("alice", "new", "r"), "k2");
         assert!(
             !book.threads.contains_key(&old.thread),
             "swept when a run opens"
         );
-        assert_eq!(book.shelved.get(&old.shelf), Some(&1));
+        assert_eq!(book.per_list.get(&old.list), Some(&1));
     }
 }

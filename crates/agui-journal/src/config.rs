@@ -1,12 +1,13 @@
-//! Where runs are journaled, and the journal's bounds: configuration the
-//! journal (`crate::journal`) reads.
+//! Where runs are journaled, and the journal's bounds: what the journal is
+//! configured with (the gateway's configuration fills these from its file,
+//! flags and environment).
 
 use std::time::Duration;
 
 /// Where runs are journaled.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Backend {
-    /// No journal: ids are written, but no run can be continued (410).
+    /// No journal: ids are written, but no run can be continued.
     Off,
     /// In this process (the default).
     Memory,
@@ -61,7 +62,7 @@ pub struct JournalLimits {
     /// Runs kept, live or finished; past it the oldest finished run goes.
     pub max_runs: usize,
     /// Frame bytes kept per run; past it its oldest frames go (a resume
-    /// from before them gets 410).
+    /// from before them is refused: `ResumeError::TooOld`).
     pub max_run_bytes: usize,
     /// Frame bytes kept in all; past it finished runs go, oldest first,
     /// then the growing run's oldest frames.

@@ -14,9 +14,10 @@
 //!   replica serving a reconnect may take the run over.
 //! - `thread:{ref}` list: `run_id\tkey`, newest first, for `connect`.
 //! - `thread:{ref}:info` hash: the thread's id as the client wrote it (at
-//!   most 1 KiB: `agui::bounds`), when it started and last ran, its shelf;
-//!   `thread:{ref}:tasks` list: the A2A tasks its runs named;
-//!   `threads:{shelf}` sorted set: a caller's threads with an agent by last
+//!   most 1 KiB: `agui::bounds`), when it started and last ran, the key
+//!   of the list it is shown in (field `shelf`, its name since before
+//!   `ThreadListKey`); `thread:{ref}:tasks` list: the A2A tasks its runs
+//!   named; `threads:{list key}` sorted set: a caller's threads with an agent by last
 //!   run (for a thread list). These outlive the runs, for
 //!   `journal_thread_ttl_secs` after the last (`JournalLimits::
 //!   thread_lifetime`): a replay then asks the agent for the tasks.
@@ -32,18 +33,21 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, Client, RedisError, Value as RedisValue};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+mod entries;
 mod scripts;
 mod threads;
 
+pub use self::entries::Entry;
+use self::entries::parse_entries;
 use self::scripts::Scripts;
-use super::threads::{MAX_LISTED, MAX_THREADS, TASKS_PER_THREAD, unix_ms};
-use super::{JournalLimits, Owner, RunIdentity, Shelf, ThreadRef};
+use crate::config::JournalLimits;
+use crate::identity::{Owner, RunIdentity, ThreadListKey, ThreadRef};
+use crate::threads::{MAX_LISTED, MAX_THREADS, TASKS_PER_THREAD, unix_ms};
 
 const PREFIX: &str = "agui-gateway:";
 /// How long a lease holds without renewal.
@@ -53,7 +57,7 @@ pub const RENEW_EVERY: Duration = Duration::from_millis(1500);
 /// A live run's keys expire this long after the last renewal.
 const LIVE_TTL: Duration = Duration::from_secs(120);
 /// Runs remembered per thread for `connect`.
-const RUNS_PER_THREAD: isize = super::threads::RUNS_PER_THREAD as isize;
+const RUNS_PER_THREAD: isize = crate::threads::RUNS_PER_THREAD as isize;
 /// How long a follower's blocking read waits before it looks at the lease.
 pub const BLOCK: Duration = Duration::from_secs(1);
 /// Entries one read returns at most.
@@ -95,16 +99,6 @@ pub struct RemoteRun {
     pub done: bool,
     /// The run's A2A task, once its holder learned it.
     pub task: Option<String>,
-}
-
-/// One chunk: frames `first..=last`, the input that produced them.
-#[derive(Debug, Clone)]
-pub struct Entry {
-    pub first: u64,
-    pub last: u64,
-    pub out: Bytes,
-    pub input: Vec<u8>,
-    pub terminal: bool,
 }
 
 pub struct RedisJournal {
@@ -174,8 +168,8 @@ fn thread_tasks_key(thread: &ThreadRef) -> String {
     format!("{PREFIX}thread:{}:tasks", thread.to_hex())
 }
 
-fn shelf_key(shelf: &Shelf) -> String {
-    format!("{PREFIX}threads:{}", shelf.to_hex())
+fn thread_list_key(list: &ThreadListKey) -> String {
+    format!("{PREFIX}threads:{}", list.to_hex())
 }
 
 fn millis(duration: Duration) -> u64 {
@@ -268,7 +262,7 @@ impl RedisJournal {
             invocation
                 .arg(thread.input.as_ref())
                 .arg(thread.thread.to_hex())
-                .arg(thread.shelf.to_hex())
+                .arg(thread.list.to_hex())
                 .arg(format!("{}\t{key}", thread.run_id))
                 .arg(&thread.id)
                 .arg(unix_ms())
@@ -332,8 +326,8 @@ impl RedisJournal {
     }
 
     /// The run stops being shared (Redis failed for it, or it outgrew its
-    /// bound): other replicas answer 410 for it from now on, and its lease
-    /// goes so that nobody takes over a run that goes on here.
+    /// bound): other replicas no longer find it (`find` says `None`), and
+    /// its lease goes so that nobody takes over a run that goes on here.
     pub async fn unshare(&self, key: &str) -> Result<(), SharedError> {
         let _: i64 = self
             .scripts
@@ -514,61 +508,4 @@ impl RedisJournal {
             .await?;
         parse_entries(reply)
     }
-}
-
-fn parse_entries(reply: RedisValue) -> Result<Vec<Entry>, SharedError> {
-    let RedisValue::Array(items) = reply else {
-        return Ok(Vec::new());
-    };
-    let mut entries = Vec::with_capacity(items.len());
-    for item in items {
-        let RedisValue::Array(mut pair) = item else {
-            return Err(SharedError::Malformed("entry"));
-        };
-        if pair.len() != 2 {
-            return Err(SharedError::Malformed("entry"));
-        }
-        let fields = pair.remove(1);
-        let id = match pair.remove(0) {
-            RedisValue::BulkString(id) => String::from_utf8(id).ok(),
-            RedisValue::SimpleString(id) => Some(id),
-            _ => None,
-        };
-        let last = id
-            .as_deref()
-            .and_then(|id| id.strip_prefix("0-"))
-            .and_then(|n| n.parse().ok())
-            .ok_or(SharedError::Malformed("entry id"))?;
-        let mut entry = Entry {
-            first: 0,
-            last,
-            out: Bytes::new(),
-            input: Vec::new(),
-            terminal: false,
-        };
-        let RedisValue::Array(fields) = fields else {
-            return Err(SharedError::Malformed("entry fields"));
-        };
-        let mut fields = fields.into_iter();
-        while let (Some(name), Some(value)) = (fields.next(), fields.next()) {
-            let (RedisValue::BulkString(name), RedisValue::BulkString(value)) = (name, value)
-            else {
-                return Err(SharedError::Malformed("entry field"));
-            };
-            match name.as_slice() {
-                b"f" => {
-                    entry.first = std::str::from_utf8(&value)
-                        .ok()
-                        .and_then(|n| n.parse().ok())
-                        .ok_or(SharedError::Malformed("entry first"))?;
-                }
-                b"o" => entry.out = Bytes::from(value),
-                b"i" => entry.input = value,
-                b"t" => entry.terminal = value == b"1",
-                _ => {}
-            }
-        }
-        entries.push(entry);
-    }
-    Ok(entries)
 }

@@ -1,15 +1,16 @@
 //! A thread's keys in the shared journal: its runs (newest first, the
 //! last `RUNS_PER_THREAD`), the tasks they named, its summary, and per
-//! shelf the threads by last use; what a thread's replay and a caller's
-//! thread list read.
+//! thread list its threads by last use; what a thread's replay and a
+//! caller's thread list read.
 
 use bytes::Bytes;
 
 use super::{
     MAX_LISTED, PREFIX, RUNS_PER_THREAD, RedisJournal, SharedError, TASKS_PER_THREAD, run_key,
-    shelf_key, thread_key, thread_tasks_key,
+    thread_key, thread_list_key, thread_tasks_key,
 };
-use crate::journal::{Shelf, ThreadRef, ThreadSummary};
+use crate::identity::{ThreadListKey, ThreadRef};
+use crate::threads::ThreadSummary;
 
 impl RedisJournal {
     /// A thread's run key: the one named, else the newest.
@@ -87,9 +88,9 @@ impl RedisJournal {
     }
 
     /// A caller's threads with an agent, the latest to run first.
-    pub async fn threads(&self, shelf: &Shelf) -> Result<Vec<ThreadSummary>, SharedError> {
+    pub async fn threads(&self, list: &ThreadListKey) -> Result<Vec<ThreadSummary>, SharedError> {
         let refs: Vec<String> = redis::cmd("ZREVRANGE")
-            .arg(shelf_key(shelf))
+            .arg(thread_list_key(list))
             .arg(0)
             .arg(MAX_LISTED - 1)
             .query_async(&mut self.conn())

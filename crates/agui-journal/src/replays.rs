@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, Semaphore};
 
-use super::{CallerDigest, ThreadRef};
+use crate::identity::{CallerDigest, ThreadRef};
 
 /// The bytes of all replays held at once (read, or cached).
 pub const MAX_HELD: usize = 128 << 20;
@@ -313,10 +313,9 @@ impl Drop for Reading {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::HeaderMap;
 
     fn thread(id: &str) -> ThreadRef {
-        ThreadRef::new("a", &CallerDigest::of("", &HeaderMap::new()), id)
+        ThreadRef::new("a", &CallerDigest::of_scope(""), id)
     }
 
     #[test]

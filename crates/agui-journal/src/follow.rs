@@ -10,7 +10,8 @@ use bytes::Bytes;
 use futures::Stream;
 use tokio::sync::watch;
 
-use super::{ResumeError, RunLog};
+use crate::error::ResumeError;
+use crate::memory::RunLog;
 
 /// The most bytes of ready chunks joined into one write. A client that
 /// missed a large run gets it in pieces that share the journal's chunks,
@@ -44,7 +45,7 @@ impl Follower {
             // `changed` below, none is missed.
             self.changes.borrow_and_update();
             // The log trimmed past a follower that fell a whole run's
-            // bound behind: it ends, and its reconnect gets 410.
+            // bound behind: it ends, and its reconnect is refused (`TooOld`).
             let slice = self.log.read_after(self.cursor).ok()?;
             if !slice.frames.is_empty() {
                 self.cursor = slice.last;

@@ -12,7 +12,7 @@
 //! write, so the total never passes the bound.
 //!
 //! Threads are bounded the memory journal's way too: `journal:threads`
-//! orders them by last run; past `MAX_THREADS` (or a shelf's
+//! orders them by last run; past `MAX_THREADS` (or a thread list's
 //! `MAX_LISTED`) the least recently run go with their keys.
 //!
 //! The scripts reach keys they compute (another run's, another thread's):
@@ -122,8 +122,8 @@ fn bounds() -> String {
 /// KEYS: the run's hash, its lease. ARGV: 1 run key, 2 replica, 3 owner,
 /// 4 spec, 5 lease ms, 6 live ms, 7 keep ms (the bookkeeping's TTL), 8 max
 /// bytes, 9 its cost (`run_cost`); for a thread's run also 10 input messages, 11
-/// thread ref, 12 shelf, 13 `run_id\tkey`, 14 thread id, 15 now ms, 16
-/// thread lifetime ms, 17 runs per thread, 18 listed per shelf, 19 threads.
+/// thread ref, 12 thread list key, 13 `run_id\tkey`, 14 thread id, 15 now ms, 16
+/// thread lifetime ms, 17 runs per thread, 18 listed per list, 19 threads.
 /// The thread just run is never the one forgotten: scores are the
 /// replicas' clocks, and one behind the others would rank it oldest.
 fn open() -> String {
