@@ -29,6 +29,7 @@ mod hardening_tokens;
 mod hardening_trailers;
 mod ids;
 mod in_process;
+mod in_process_relay;
 mod input;
 mod limits;
 mod logs;
