@@ -6,6 +6,7 @@
 
 use agui_gateway::agui::input::Upstream;
 use agui_gateway::agui::read_run_input;
+use agui_gateway::http::error::ApiError;
 use agui_gateway::http::negotiate::{Negotiated, negotiate};
 use axum::http::Method;
 use libfuzzer_sys::fuzz_target;
@@ -22,7 +23,10 @@ fuzz_target!(|data: &[u8]| {
                 assert!(then.is_none_or(|m| !m.parts.is_empty()));
             }
         },
-        Err(err) => assert!(err.status.is_client_error(), "{err:?}"),
+        Err(err) => {
+            let answer = ApiError::from(err);
+            assert!(answer.status.is_client_error(), "{answer:?}");
+        }
     }
     for (method, path) in [(Method::POST, "/"), (Method::POST, "/v1/message:stream"), (Method::GET, "/tasks/t1:subscribe")] {
         match negotiate(&method, path, data) {

@@ -5,13 +5,12 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use a2a_agui::ErrorCode;
+use agui_edge::auth::{AuthSetupError, Authenticator, FetchLimits};
+use agui_edge::ratelimit::RateLimiter;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::edge::auth::{AuthSetupError, Authenticator};
-use crate::edge::error::ApiError;
-use crate::edge::ratelimit::RateLimiter;
 use crate::journal::redis::RedisJournal;
 use crate::journal::replays::Replays;
 use crate::journal::{MemoryJournal, ThreadRef};
@@ -42,6 +41,13 @@ pub struct AppState {
 }
 
 pub type AppHandle = Arc<AppState>;
+
+/// No place for one more stream: the gateway has `max_streams` open.
+#[derive(Debug, thiserror::Error)]
+#[error("{max_streams} streams are open, the configured maximum")]
+pub struct Busy {
+    pub max_streams: usize,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -125,7 +131,13 @@ impl AppState {
         }
         Ok(AppState {
             streams: Arc::new(Semaphore::new(config.limits.max_streams)),
-            auth: Authenticator::load(&config.auth, &config.limits)?,
+            auth: Authenticator::load(
+                &config.auth,
+                FetchLimits {
+                    timeout: config.limits.card_timeout,
+                    max_bytes: config.limits.max_card_bytes,
+                },
+            )?,
             rate_limit: config.rate_limit.map(RateLimiter::new),
             config,
             agents,
@@ -145,17 +157,13 @@ impl AppState {
     /// The limit is the gateway's; a refusal counts under the agent asked
     /// for (`agent`: a configured name or `NO_AGENT`, so labels stay
     /// bounded).
-    pub fn stream_permit(&self, agent: &str) -> Result<OwnedSemaphorePermit, ApiError> {
+    pub fn stream_permit(&self, agent: &str) -> Result<OwnedSemaphorePermit, Busy> {
         self.streams.clone().try_acquire_owned().map_err(|_| {
-            let code = ErrorCode::GatewayBusy;
-            self.metrics.count_error(agent, code.as_str());
-            ApiError::unavailable(
-                code,
-                format!(
-                    "{} streams are open, the configured maximum",
-                    self.config.limits.max_streams
-                ),
-            )
+            self.metrics
+                .count_error(agent, ErrorCode::GatewayBusy.as_str());
+            Busy {
+                max_streams: self.config.limits.max_streams,
+            }
         })
     }
 
@@ -172,28 +180,17 @@ impl AppState {
             .saturating_sub(self.streams.available_permits())
     }
 
-    pub fn named(&self, name: &str) -> Result<Arc<Agent>, ApiError> {
-        // Echoed in the 404: an identifier like any other.
-        crate::edge::error::bounded_id("the agent name", name)?;
-        self.agents.get(name).cloned().ok_or_else(|| {
-            ApiError::not_found(ErrorCode::UnknownAgent, format!("no agent named {name:?}"))
-        })
+    pub fn named(&self, name: &str) -> Option<Arc<Agent>> {
+        self.agents.get(name).cloned()
     }
 
-    /// The default agent, or a 404 naming the route to use instead
-    /// (`instead` is the path below `/v1/agents/{name}/`).
-    pub fn default_agent(&self, instead: &str) -> Result<Arc<Agent>, ApiError> {
+    /// The agent of the un-prefixed routes, if one is configured.
+    pub fn default_agent(&self) -> Option<Arc<Agent>> {
         self.config
             .default_agent
             .as_ref()
             .and_then(|name| self.agents.get(name))
             .cloned()
-            .ok_or_else(|| {
-                ApiError::not_found(
-                    ErrorCode::NoDefaultAgent,
-                    format!("no default agent: use /v1/agents/{{name}}/{instead}"),
-                )
-            })
     }
 }
 

@@ -23,8 +23,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
 use super::calls::{agui_input, read_body};
+use super::error::ApiError;
 use super::gate;
-use crate::edge::error::ApiError;
 use crate::journal::{CallerDigest, ThreadRef};
 use crate::obs::access::{AccessNote, Mode};
 use crate::resume::{self, MAX_ID_BYTES, Stopped, ThreadAsk, WhenEmpty};
@@ -153,7 +153,10 @@ async fn serve(
                 &body,
                 WhenEmpty::EmptyStream,
             );
-            Ok(connect.await.unwrap_or_else(invalid_body))
+            Ok(connect
+                .await
+                .map_err(ApiError::from)
+                .unwrap_or_else(invalid_body))
         }
         Call::Stop {
             agent: name,
@@ -215,7 +218,7 @@ async fn serve(
                     Ok(agent) => agent,
                     Err(response) => return Ok(response),
                 },
-                None => state.default_agent("copilotkit/agent/{name}/…")?,
+                None => gate::default_agent(state, "copilotkit/agent/{name}/…")?,
             };
             gate::allowed(state, &parts.extensions, &agent)?;
             if thread.len() > MAX_ID_BYTES {
@@ -235,7 +238,7 @@ async fn serve(
                 forwarded: &forwarded,
                 reader: gate::reader(&caller, &parts.extensions),
             };
-            resume::replay::messages(state, ask, messages_body).await
+            Ok(resume::replay::messages(state, ask, messages_body).await?)
         }
     }
 }
@@ -399,7 +402,7 @@ async fn info(state: &AppHandle, parts: &Parts, single: bool) -> Response {
 /// is none (a refused caller gets the gateway's 403).
 #[allow(clippy::result_large_err)]
 fn agent(state: &AppState, parts: &Parts, name: &str) -> Result<Arc<Agent>, Response> {
-    let agent = state.named(name).map_err(|_| {
+    let agent = state.named(name).ok_or_else(|| {
         let shown: String = name.chars().take(128).collect();
         runtime_error(
             StatusCode::NOT_FOUND,

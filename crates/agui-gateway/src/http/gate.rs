@@ -1,19 +1,22 @@
-//! In front of every route (inside `crate::edge::cors`): draining, loop refusal, who the caller
+//! In front of every route (inside `agui_edge::cors`): draining, loop refusal, who the caller
 //! is (forwarding headers believed from trusted proxies only), its
-//! credential and its rate. Which agent a caller may use is checked where
-//! the agent is known (`allowed`), with the name decoded as the router
-//! decodes it.
+//! credential and its rate. The agent a route names is found here too
+//! (`named_agent`, `default_agent`), and which agent a caller may use is
+//! checked where the agent is known (`allowed`), with the name decoded as
+//! the router decodes it.
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 
 use a2a_agui::ErrorCode;
+use agui_edge::auth::{AuthError, Principal};
+use agui_edge::listener::Transport;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{Extensions, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::edge::auth::{AuthError, Principal};
-use crate::edge::error::ApiError;
-use crate::edge::listener::Transport;
+use super::error::ApiError;
+use crate::agui::bounded_id;
 use crate::journal::CallerDigest;
 use crate::journal::replays::Reader;
 use crate::state::{AppHandle, AppState};
@@ -217,6 +220,26 @@ pub fn scope(extensions: &Extensions) -> String {
 /// caller with no identity, its address.
 pub fn reader(caller: &CallerDigest, extensions: &Extensions) -> Reader {
     Reader::new(caller, extensions.get::<Caller>().map(|caller| caller.ip))
+}
+
+/// The agent a path names, or a 404.
+pub fn named_agent(state: &AppState, name: &str) -> Result<Arc<Agent>, ApiError> {
+    // Echoed in the 404: an identifier like any other.
+    bounded_id("the agent name", name)?;
+    state.named(name).ok_or_else(|| {
+        ApiError::not_found(ErrorCode::UnknownAgent, format!("no agent named {name:?}"))
+    })
+}
+
+/// The default agent, or a 404 naming the route to use instead
+/// (`instead` is the path below `/v1/agents/{name}/`).
+pub fn default_agent(state: &AppState, instead: &str) -> Result<Arc<Agent>, ApiError> {
+    state.default_agent().ok_or_else(|| {
+        ApiError::not_found(
+            ErrorCode::NoDefaultAgent,
+            format!("no default agent: use /v1/agents/{{name}}/{instead}"),
+        )
+    })
 }
 
 /// Whether the request's caller may use `agent` (always, with

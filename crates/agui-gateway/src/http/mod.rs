@@ -2,11 +2,13 @@
 //! front of every route (`gate`), the path routed on and the card calls in
 //! it (`paths`), what a request wants (`negotiate`), the agent card served
 //! through the gateway (`card`), gRPC passthrough (`grpc`), the probes and
-//! metrics (`probes`) and the inspector's page (`inspect`).
+//! metrics (`probes`), the inspector's page (`inspect`), and the JSON error
+//! a request gets before any stream (`error`).
 
 mod calls;
 pub mod card;
 mod copilotkit;
+pub mod error;
 pub mod gate;
 mod grpc;
 pub mod inspect;

@@ -20,15 +20,12 @@ pub mod redis;
 pub mod replays;
 mod threads;
 
-use a2a_agui::ErrorCode;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use sha2::{Digest, Sha256};
 
 pub use follow::{follow, joined};
 pub use memory::{MemoryJournal, RunLog};
 pub use threads::{MAX_LISTED, ThreadSummary, unix_ms};
-
-use crate::edge::error::ApiError;
 
 pub use crate::config::{Backend, JournalConfig, JournalLimits};
 
@@ -137,7 +134,7 @@ const CREDENTIAL_HEADERS: [&str; 5] = [
 ];
 
 /// Who calls, as far as runs go: the authenticated caller
-/// (`edge::scope`), or with authentication off (scope empty) every
+/// (`http::gate::scope`), or with authentication off (scope empty) every
 /// credential-carrying header the client sent, which the agent may judge.
 /// A run is continued, and a thread's runs are found, only by the same
 /// caller.
@@ -312,14 +309,14 @@ impl EventId {
         })
     }
 
-    pub fn from_headers(headers: &HeaderMap) -> Option<Result<EventId, ApiError>> {
+    pub fn from_headers(headers: &HeaderMap) -> Option<Result<EventId, ResumeError>> {
         let value = headers.get("last-event-id")?;
         Some(
             value
                 .to_str()
                 .ok()
                 .and_then(EventId::parse)
-                .ok_or_else(|| ResumeError::Unknown.into()),
+                .ok_or(ResumeError::Unknown),
         )
     }
 }
@@ -334,28 +331,6 @@ pub enum ResumeError {
     TooOld,
     /// Another request or another caller started that run.
     Mismatch,
-}
-
-impl From<ResumeError> for ApiError {
-    fn from(err: ResumeError) -> ApiError {
-        match err {
-            ResumeError::Unknown => ApiError::new(
-                StatusCode::GONE,
-                ErrorCode::RunNotResumable,
-                "the gateway keeps no run with that Last-Event-ID (finished too long ago, or never here): start a new run",
-            ),
-            ResumeError::TooOld => ApiError::new(
-                StatusCode::GONE,
-                ErrorCode::RunNotResumable,
-                "the run no longer keeps the events after that Last-Event-ID: start a new run",
-            ),
-            ResumeError::Mismatch => ApiError::new(
-                StatusCode::CONFLICT,
-                ErrorCode::RunMismatch,
-                "that Last-Event-ID belongs to a run of another request: repeat the original request exactly",
-            ),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -50,7 +50,7 @@ async fn rebuild(
 ) -> Option<RelayState> {
     let key = remote.key;
     let spec = remote.spec;
-    let Ok(agent) = state.named(&spec.agent) else {
+    let Some(agent) = state.named(&spec.agent) else {
         tracing::warn!(
             run = key,
             agent = spec.agent,

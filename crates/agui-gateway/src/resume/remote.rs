@@ -14,13 +14,14 @@ use futures::Stream;
 use redis::aio::MultiplexedConnection;
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::edge::error::ApiError;
 use crate::journal::redis::{BLOCK, Entry, RedisJournal, RemoteRun};
 use crate::journal::{self, ResumeError, RunIdentity, RunLog, frame_start};
 use crate::obs::metrics::NO_AGENT;
 use crate::relay;
 use crate::state::AppHandle;
 use crate::upstream::Agent;
+
+use super::ResumeRefused;
 
 /// Takeovers one follower starts at most (each releases the lease when it
 /// cannot go on).
@@ -166,10 +167,10 @@ pub async fn follow(
     journal: Arc<RedisJournal>,
     remote: RemoteRun,
     after: u64,
-) -> Result<impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static, ApiError> {
+) -> Result<impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static, ResumeRefused> {
     // A full gateway says so (503, retry): "not resumable" would have the
     // client start the run again while it goes on.
-    let agent = state.named(&remote.spec.agent).ok();
+    let agent = state.named(&remote.spec.agent);
     let permit = state.stream_permit(agent.as_deref().map_or(NO_AGENT, Agent::name))?;
     let mut connection = journal
         .tail_connection()

@@ -17,9 +17,8 @@
 
 use std::convert::Infallible;
 
-use a2a_agui::ErrorCode;
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -28,9 +27,8 @@ use serde_json::{Value, json};
 use super::conversation::{
     AGENT_DEADLINE, ThreadAsk, conversation, journal_runs, run_ended, version_of,
 };
-use super::{Found, follow_stream};
-use crate::edge::error::ApiError;
-use crate::journal::replays::{Kind, Reading, Refused};
+use super::{Found, ResumeRefused, follow_stream};
+use crate::journal::replays::{Kind, Reading};
 use crate::random::random_u64;
 use crate::relay;
 use crate::state::{AppHandle, AppState};
@@ -54,7 +52,7 @@ pub async fn replay(
     state: &AppHandle,
     ask: ThreadAsk<'_>,
     empty: WhenEmpty,
-) -> Result<Response, ApiError> {
+) -> Result<Response, ResumeRefused> {
     let (reading, live) = held(state, &ask, Kind::Snapshot, snapshot_frame).await?;
     let reading = reading.filter(|reading| !reading.bytes().is_empty());
     if reading.is_none() && live.is_none() {
@@ -107,7 +105,7 @@ pub async fn messages(
     state: &AppHandle,
     ask: ThreadAsk<'_>,
     render: fn(Vec<Value>) -> Vec<u8>,
-) -> Result<Response, ApiError> {
+) -> Result<Response, ResumeRefused> {
     let (reading, _) = held(state, &ask, Kind::Messages, render).await?;
     let body = match reading {
         Some(reading) => Body::from_stream(sliced(reading)),
@@ -154,7 +152,7 @@ async fn held(
     ask: &ThreadAsk<'_>,
     kind: Kind,
     render: fn(Vec<Value>) -> Vec<u8>,
-) -> Result<(Option<Reading>, Option<Found>), ApiError> {
+) -> Result<(Option<Reading>, Option<Found>), ResumeRefused> {
     let runs = journal_runs(state, &ask.thread).await;
     let version = version_of(&runs);
     let live = runs.last().cloned().flatten().filter(|run| !run_ended(run));
@@ -163,10 +161,7 @@ async fn held(
         Some(held) => held,
         None => {
             let deadline = tokio::time::Instant::now() + AGENT_DEADLINE;
-            let _turn = replays
-                .build_turn(&ask.thread, kind, deadline)
-                .await
-                .map_err(refused)?;
+            let _turn = replays.build_turn(&ask.thread, kind, deadline).await?;
             // Whoever built before this turn may have built this one.
             match replays.cached(&ask.thread, kind, version) {
                 Some(held) => held,
@@ -176,9 +171,7 @@ async fn held(
                     // Nothing to show is cached too: a thread id that names
                     // nothing must not cost an agent call each time.
                     let bytes = Bytes::from(render(messages));
-                    replays
-                        .hold(&ask.thread, kind, version, from_agent, bytes)
-                        .map_err(refused)?
+                    replays.hold(&ask.thread, kind, version, from_agent, bytes)?
                 }
             }
         }
@@ -186,21 +179,6 @@ async fn held(
     if held.bytes.is_empty() {
         return Ok((None, live));
     }
-    let reading = replays.read(ask.reader, held).map_err(refused)?;
+    let reading = replays.read(ask.reader, held)?;
     Ok((Some(reading), live))
-}
-
-fn refused(refused: Refused) -> ApiError {
-    let error = match refused {
-        Refused::ReaderFull => ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            ErrorCode::RateLimited,
-            "too many thread replays of this caller are still being read: read them first",
-        ),
-        Refused::Busy => ApiError::unavailable(
-            ErrorCode::GatewayBusy,
-            "the gateway holds as many thread replays as it may: try again shortly",
-        ),
-    };
-    error.with_header(header::RETRY_AFTER, HeaderValue::from_static("1"))
 }
