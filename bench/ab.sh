@@ -16,12 +16,12 @@ B=${B:?B=path to the second gateway binary}
 ROUNDS=${ROUNDS:-5}
 if [ "$ROUNDS" -gt 20 ] || [ "$ROUNDS" -lt 1 ]; then echo "ROUNDS must be 1-20" >&2; exit 2; fi
 BIN=target/release
-cargo build --release --locked -p agui-bench
+cargo build --release --locked -p agui-bench -p a2a-fake-agent
 ulimit -n 20000 2>/dev/null || true
 # shellcheck source=lib.sh
 source bench/lib.sh
 
-"$BIN/fake-upstream" > "$WORK/fake.log" 2>&1 & PIDS+=($!)
+"$BIN/fake-agent" > "$WORK/fake.log" 2>&1 & PIDS+=($!)
 FAKE=$(wait_line "$WORK/fake.log" 'READY [0-9]+' | cut -d' ' -f2)
 
 # run BUILD BINARY SCENARIO STREAMS MESSAGE: one load on a fresh gateway; appends

@@ -26,13 +26,13 @@ GATEWAY_BIN=${GATEWAY_BIN:-}
 PIN_CPU=${PIN_CPU:-}
 
 bash bench/setup.sh
-cargo build --release --locked -p agui-bench -p agui-gateway
+cargo build --release --locked -p agui-bench -p a2a-fake-agent -p agui-gateway
 ulimit -n 20000 2>/dev/null || true
 BIN="$ROOT/target/release"
 # shellcheck source=lib.sh
 source "$ROOT/bench/lib.sh"
 
-"$BIN/fake-upstream" > "$WORK/fake.log" 2>&1 & PIDS+=($!)
+"$BIN/fake-agent" > "$WORK/fake.log" 2>&1 & PIDS+=($!)
 FAKE=$(wait_line "$WORK/fake.log" 'READY [0-9]+' | cut -d' ' -f2)
 FAKE_GRPC=$(wait_line "$WORK/fake.log" 'GRPC [0-9]+' | cut -d' ' -f2)
 make_tls_certs

@@ -14,14 +14,14 @@ ROOT=$(pwd)
 ROUNDS=${ROUNDS:-3}
 OUT="$ROOT/bench/results/journal.jsonl"
 mkdir -p "$(dirname "$OUT")"
-cargo build --release --locked -p agui-bench -p agui-gateway
+cargo build --release --locked -p agui-bench -p a2a-fake-agent -p agui-gateway
 bash scripts/apt-install.sh redis-server=redis-server
 ulimit -n 20000 2>/dev/null || true
 BIN="$ROOT/target/release"
 # shellcheck source=lib.sh
 source "$ROOT/bench/lib.sh"
 
-"$BIN/fake-upstream" > "$WORK/fake.log" 2>&1 & PIDS+=($!)
+"$BIN/fake-agent" > "$WORK/fake.log" 2>&1 & PIDS+=($!)
 FAKE=$(wait_line "$WORK/fake.log" 'READY [0-9]+' | cut -d' ' -f2)
 REDIS=$(free_port)
 redis-server --bind 127.0.0.1 --port "$REDIS" --save '' --appendonly no --dir "$WORK" > "$WORK/redis.log" 2>&1 & PIDS+=($!)

@@ -8,7 +8,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BIN=${BIN:-target/debug}
 # shellcheck source=lib.sh
 source bench/lib.sh
-"$BIN/fake-upstream" > "$WORK/fake.log" 2>&1 & PIDS+=($!)
+"$BIN/fake-agent" > "$WORK/fake.log" 2>&1 & PIDS+=($!)
 FAKE=$(wait_line "$WORK/fake.log" 'READY [0-9]+' | cut -d' ' -f2)
 "$BIN/agui-gateway" --upstream "http://127.0.0.1:$FAKE/" --listen 127.0.0.1:0 > "$WORK/gw.log" 2>&1 & GW_PID=$!; PIDS+=($GW_PID)
 GW=$(wait_line "$WORK/gw.log" '127\.0\.0\.1:[0-9]+' | cut -d: -f2)

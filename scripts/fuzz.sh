@@ -6,9 +6,11 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #   scripts/fuzz.sh --build-only
 #
-# The corpus of each target lives in .cache/fuzz-corpus/<target>
-# (git-ignored), seeded from the golden inputs and recordings; a crash is
-# saved as fuzz/artifacts/<target>/crash-* and fails the run.
+# Not part of the test command: the checks behind the targets
+# (fuzz/checks/) run over the committed corpus (fuzz/corpus/) as ordinary
+# tier-1 tests. What a run finds goes to .cache/fuzz-corpus/<target>
+# (git-ignored); a crash is saved as fuzz/artifacts/<target>/crash-* and
+# fails the run (docs/fuzzing.md says how a finding becomes a test).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build_only=false
@@ -33,40 +35,23 @@ cargo build --manifest-path fuzz/Cargo.toml --release --locked --bins --target "
 if $build_only; then exit 0; fi
 
 for target in "${targets[@]}"; do
+    # Two corpus directories: libFuzzer writes what it finds to the first
+    # (git-ignored, it grows run after run) and reads the second, the
+    # committed corpus the tier-1 tests replay (fuzz_corpora.rs).
     corpus=".cache/fuzz-corpus/$target"
     mkdir -p "$corpus" "fuzz/artifacts/$target"
-    if [ -z "$(ls -A "$corpus")" ]; then
-        case $target in
-        sse_convert)
-            # A control byte first: 0x00 reads SSE in one-byte chunks,
-            # 0x04 a JSON body (see the target).
-            for f in tests/golden/*/input.* tests/frameworks/recordings/*.sse tests/agents/recordings/*.sse; do
-                [ -f "$f" ] || continue
-                case $f in *.sse) control='\x00' ;; *) control='\x04' ;; esac
-                { printf "$control"; head -c 65536 "$f"; } >"$corpus/$(basename "$(dirname "$f")")-$(basename "$f")"
-            done
-            ;;
-        request_readers)
-            printf '%s' '{"threadId":"t","runId":"r","messages":[{"id":"u","role":"user","content":"hi"}]}' >"$corpus/run"
-            printf '%s' '{"request":{"role":"user","parts":[{"text":"Hello"}]}}' >"$corpus/seed"
-            printf '%s' '{"jsonrpc":"2.0","id":1,"method":"message/stream","params":{"message":{"role":"user","parts":[{"kind":"text","text":"x"}],"messageId":"m"}}}' >"$corpus/rpc"
-            ;;
-        grpc_wire)
-            # A card with a gRPC interface and a signature (0x84: a 1.0 card, the
-            # gateway has a gRPC address), a stream item, a status.
-            printf '\x84\x0a\x04dice\x1a\x19\x0a\x0f10.0.0.7:50051\x12\x04GRPC\x6a\x02\x0a\x00' >"$corpus/card"
-            printf '\x02\x22\x0c\x0a\x01t\x1a\x07\x0a\x01a\x22\x02\x0a\x00' >"$corpus/item"
-            printf '\x05TaskNotFoundError: no such task' >"$corpus/status"
-            ;;
-        upstream_url)
-            printf '\x00/v1/message:stream' >"$corpus/rest"
-            printf '\x00/%%2e%%2e/x' >"$corpus/dots"
-            printf '\x01/http://other/x' >"$corpus/scheme"
-            ;;
-        esac
+    if [ "$target" = sse_convert ] && [ -z "$(ls -A "$corpus")" ]; then
+        # Today's goldens and recordings, which the committed corpus may
+        # predate. A control byte first: 0x00 reads SSE in one-byte
+        # chunks, 0x04 a JSON body (see fuzz/checks/sse_convert.rs).
+        for f in tests/golden/*/input.* tests/frameworks/recordings/*.sse tests/agents/recordings/*.sse; do
+            [ -f "$f" ] || continue
+            case $f in *.sse) control='\x00' ;; *) control='\x04' ;; esac
+            { printf "$control"; head -c 65536 "$f"; } >"$corpus/$(basename "$(dirname "$f")")-$(basename "$f")"
+        done
     fi
     printf '\n==> fuzz %s for %s s\n' "$target" "$seconds"
-    "$CARGO_TARGET_DIR/$host/release/$target" "$corpus" \
+    "$CARGO_TARGET_DIR/$host/release/$target" "$corpus" "fuzz/corpus/$target" \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
         -artifact_prefix="fuzz/artifacts/$target/" -print_final_stats=1 2>&1 |
         grep -E '^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units|stat::peak_rss_mb|==|SUMMARY|thread|panicked|Running|INFO: Seed)|ERROR' || true

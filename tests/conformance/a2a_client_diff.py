@@ -222,7 +222,7 @@ class Side:
         raw = r.json()
         self._check_card_urls(raw)
         # A card the gateway builds from the request's host also varies by the
-        # headers it was built from (README, Security): the agent's own
+        # headers it was built from (docs/security.md): the agent's own
         # entries must match, the gateway's are left out.
         vary = [v.strip() for v in (r.headers.get('vary') or '').split(',')
                 if v.strip() and v.strip().lower() not in GATEWAY_VARY]

@@ -7,8 +7,8 @@
 //!   lenient `Value` reader and a borrowing fast reader for plain text.
 //! - `convert`: the [`Converter`] state machine, split by concern (run
 //!   lifecycle, the open block, tool calls, artifacts, repeat detection).
-//! - `event` and `custom`: the AG-UI events written, with a typed value for
-//!   every `CUSTOM` name.
+//! - `event`: the AG-UI events written, with a typed value for every
+//!   `CUSTOM` name (`event/custom.rs`).
 //! - `encode`: SSE frames in the AG-UI format and the Hector seed's
 //!   named-event format.
 //! - `sse`: a bounded, linear-time `text/event-stream` parser.
@@ -26,7 +26,6 @@
 
 mod codes;
 mod convert;
-mod custom;
 mod digest;
 mod encode;
 mod event;
@@ -43,11 +42,11 @@ pub use codes::{ErrorCode, Side};
 pub use convert::{
     AguiVersion, Converter, MAX_PENDING_TOOL_OUTPUT, MAX_TRACKED, Options, StreamEnd,
 };
-pub use custom::{
+pub use encode::{Encoder, HectorEncoder, OutputFormat, write_agui_frame};
+pub use event::custom::{
     AcpStatus, ArtifactNotice, Citation, Custom, DataNotice, ErrorNotice, EventMetadata,
     FileNotice, MessageMetadata, ReasoningNotice, StatusNotice, ToolError, Trajectory,
 };
-pub use encode::{Encoder, HectorEncoder, OutputFormat, write_agui_frame};
 pub use event::{
     AssistantRole, Event, Id, Interrupt, InterruptReason, Outcome, Patch, PatchOp, ReasoningRole,
     RunResult, SubagentOutcome, TextMetadata, ToolRole,

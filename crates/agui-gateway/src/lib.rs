@@ -6,7 +6,6 @@
 pub mod agui;
 pub mod config;
 pub mod http;
-pub mod journal;
 pub mod obs;
 pub mod random;
 pub mod relay;

@@ -15,7 +15,6 @@ use clap::{Parser, Subcommand};
 mod cli {
     pub mod convert;
     pub mod demo;
-    pub mod demo_agent;
     pub mod serve;
 }
 

@@ -4,16 +4,16 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use a2a_agui::ErrorCode;
+use a2a_agui::{ErrorCode, MAX_ID_BYTES};
 use agui_edge::auth::{AuthSetupError, Authenticator, FetchLimits};
 use agui_edge::ratelimit::RateLimiter;
+use agui_journal::redis::RedisJournal;
+use agui_journal::replays::Replays;
+use agui_journal::{MemoryJournal, ThreadRef};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::journal::redis::RedisJournal;
-use crate::journal::replays::Replays;
-use crate::journal::{MemoryJournal, ThreadRef};
 use crate::obs::metrics::Metrics;
 use crate::upstream::Agent;
 
@@ -41,13 +41,6 @@ pub struct AppState {
 }
 
 pub type AppHandle = Arc<AppState>;
-
-/// No place for one more stream: the gateway has `max_streams` open.
-#[derive(Debug, thiserror::Error)]
-#[error("{max_streams} streams are open, the configured maximum")]
-pub struct Busy {
-    pub max_streams: usize,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -157,19 +150,19 @@ impl AppState {
     /// The limit is the gateway's; a refusal counts under the agent asked
     /// for (`agent`: a configured name or `NO_AGENT`, so labels stay
     /// bounded).
-    pub fn stream_permit(&self, agent: &str) -> Result<OwnedSemaphorePermit, Busy> {
+    pub fn stream_permit(&self, agent: &str) -> Result<OwnedSemaphorePermit, StreamsFull> {
         self.streams.clone().try_acquire_owned().map_err(|_| {
             self.metrics
                 .count_error(agent, ErrorCode::GatewayBusy.as_str());
-            Busy {
-                max_streams: self.config.limits.max_streams,
+            StreamsFull {
+                max: self.config.limits.max_streams,
             }
         })
     }
 
     /// Nothing a drain waits for: no request being handled, no stream.
     pub fn is_idle(&self) -> bool {
-        self.shutdown.in_flight.count() == 0 && self.open_streams() == 0
+        self.shutdown.unanswered.count() == 0 && self.open_streams() == 0
     }
 
     /// Streams open now (attached, detached or passed through).
@@ -180,17 +173,28 @@ impl AppState {
             .saturating_sub(self.streams.available_permits())
     }
 
-    pub fn named(&self, name: &str) -> Option<Arc<Agent>> {
-        self.agents.get(name).cloned()
+    pub fn named(&self, name: &str) -> Result<Arc<Agent>, NoAgent> {
+        // Echoed in the 404: an identifier like any other.
+        if name.len() > MAX_ID_BYTES {
+            return Err(NoAgent::NameTooLong);
+        }
+        self.agents
+            .get(name)
+            .cloned()
+            .ok_or_else(|| NoAgent::Unknown(name.to_owned()))
     }
 
-    /// The agent of the un-prefixed routes, if one is configured.
-    pub fn default_agent(&self) -> Option<Arc<Agent>> {
+    /// The default agent, or why there is none, naming the route to use
+    /// instead (`instead` is the path below `/v1/agents/{name}/`).
+    pub fn default_agent(&self, instead: &str) -> Result<Arc<Agent>, NoAgent> {
         self.config
             .default_agent
             .as_ref()
             .and_then(|name| self.agents.get(name))
             .cloned()
+            .ok_or_else(|| NoAgent::NoDefault {
+                instead: instead.to_owned(),
+            })
     }
 }
 
@@ -201,6 +205,28 @@ fn redacted(url: &url::Url) -> String {
         let _ = url.set_password(Some("***"));
     }
     url.to_string()
+}
+
+/// No place for one more stream: `max` are open.
+#[derive(Debug, thiserror::Error)]
+#[error("{max} streams are open, the configured maximum")]
+pub struct StreamsFull {
+    pub max: usize,
+}
+
+/// Why a request has no agent.
+#[derive(Debug, thiserror::Error)]
+pub enum NoAgent {
+    /// The name is longer than any identifier the gateway echoes
+    /// (`MAX_ID_BYTES`).
+    #[error("the agent name is longer than {MAX_ID_BYTES} bytes")]
+    NameTooLong,
+    #[error("no agent named {0:?}")]
+    Unknown(String),
+    /// No default agent is configured; `instead` is the path below
+    /// `/v1/agents/{name}/` that names one.
+    #[error("no default agent: use /v1/agents/{{name}}/{instead}")]
+    NoDefault { instead: String },
 }
 
 /// Shutdown signals shared by every stream: `unready` when SIGTERM came
@@ -215,18 +241,19 @@ pub struct Shutdown {
     pub stop: CancellationToken,
     /// Requests admitted and not answered yet (their streams, once they
     /// have one, hold a stream permit instead): a drain waits for both.
-    pub in_flight: InFlight,
+    pub unanswered: UnansweredRequests,
 }
 
-/// A count of requests being handled, for the drain.
+/// A count of the requests admitted whose answer has not started, for the
+/// drain.
 #[derive(Clone, Default)]
-pub struct InFlight(Arc<std::sync::atomic::AtomicUsize>);
+pub struct UnansweredRequests(Arc<std::sync::atomic::AtomicUsize>);
 
-impl InFlight {
+impl UnansweredRequests {
     /// Counts one request until the guard is dropped.
-    pub fn enter(&self) -> InFlightGuard {
+    pub fn enter(&self) -> Unanswered {
         self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        InFlightGuard(self.0.clone())
+        Unanswered(self.0.clone())
     }
 
     pub fn count(&self) -> usize {
@@ -234,9 +261,10 @@ impl InFlight {
     }
 }
 
-pub struct InFlightGuard(Arc<std::sync::atomic::AtomicUsize>);
+/// One request counted in `UnansweredRequests` while it lives.
+pub struct Unanswered(Arc<std::sync::atomic::AtomicUsize>);
 
-impl Drop for InFlightGuard {
+impl Drop for Unanswered {
     fn drop(&mut self) {
         self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }

@@ -13,9 +13,9 @@ use serde_json::value::RawValue;
 use super::block::Segment;
 use super::repeat::{Evidence, Repeat, extends};
 use super::{Converter, MAX_TRACKED};
-use crate::custom::{ArtifactNotice, Custom, EventMetadata};
 use crate::digest::{TextDigest, WordHashBuilder};
 use crate::event::Event;
+use crate::event::custom::{ArtifactNotice, Custom, EventMetadata};
 use crate::ids::IdSource;
 use crate::read::{
     self, ArtifactChunk, Block, Description, Object, PartMeaning, Parts, without_commands,

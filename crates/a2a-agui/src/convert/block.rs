@@ -8,8 +8,8 @@ use std::hash::BuildHasher;
 
 use super::MAX_TRACKED;
 use super::repeat::{Evidence, Repeat, Transcript};
-use crate::custom::{Custom, ReasoningNotice};
 use crate::digest::{TextDigest, WordHashBuilder};
+use crate::event::custom::{Custom, ReasoningNotice};
 use crate::event::{AssistantRole, Event, Id, ReasoningRole, TextMetadata};
 use crate::ids::{IdKind, IdSource};
 use crate::read::Thinking;

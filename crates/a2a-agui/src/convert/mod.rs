@@ -7,7 +7,8 @@
 //! - `block`: the one open text or reasoning message;
 //! - `tools`: tool calls and their (possibly incremental) results;
 //! - `artifacts`: per-artifact progress and what was announced about it;
-//! - `repeat`: digests of the streamed text, to drop closing repeats.
+//! - `repeat`: digests of the streamed text, to drop closing repeats;
+//! - `options`: what the caller chose for the run, and how its input ended.
 //!
 //! Whatever the input, the output obeys the client's rules: one
 //! `RUN_STARTED` first, one terminal event last, nothing for an entity that
@@ -15,6 +16,7 @@
 
 mod artifacts;
 mod block;
+mod options;
 mod repeat;
 mod resync;
 mod run;
@@ -29,6 +31,7 @@ use serde_json::Value;
 
 use self::artifacts::Artifacts;
 use self::block::{Blocks, Segment};
+pub use self::options::{AguiVersion, Options, StreamEnd};
 use self::resync::Resync;
 use self::run::{Ending, Lifecycle};
 use self::status::Origin;
@@ -37,8 +40,8 @@ use self::tools::{NewCall, Tools};
 use self::ui::Surfaces;
 use self::versions::Versions;
 use crate::codes::ErrorCode;
-use crate::custom::{AcpStatus, Custom, DataNotice, ErrorNotice, FileNotice};
 use crate::digest::TextDigest;
+use crate::event::custom::{AcpStatus, Custom, DataNotice, ErrorNotice, FileNotice};
 use crate::event::{Event, Outcome, Patch, PatchOp, RunResult};
 use crate::ids::{IdSource, SequentialIds};
 use crate::read::{self, AcpEvent, AcpRunIds, Block, ErrorReport, Item, Object};
@@ -49,65 +52,6 @@ use crate::state::{RunState, TaskState};
 pub const MAX_TRACKED: usize = 4096;
 /// Incremental tool output is gathered up to this size, then delivered.
 pub const MAX_PENDING_TOOL_OUTPUT: usize = 16 << 20;
-
-/// How a run is converted.
-#[derive(Debug, Clone, Default)]
-pub struct Options {
-    /// `RUN_STARTED.threadId`; defaults to the first item's contextId.
-    pub thread_id: Option<String>,
-    /// `RUN_STARTED.runId`; defaults to the first item's taskId.
-    pub run_id: Option<String>,
-    /// End input-required / auth-required runs with an `interrupt` outcome.
-    /// Off by default: `@ag-ui/client` 1.0 then refuses the next run unless
-    /// the UI answers the interrupt with `resume`.
-    pub interrupts: bool,
-    /// The AG-UI version the client speaks.
-    pub version: AguiVersion,
-    /// Tools the client declared (AG-UI `tools`, by name): when the agent
-    /// calls one, the run ends after the call so that the client runs it.
-    pub client_tools: Vec<String>,
-    /// The shared state the client sent (AG-UI `state`): the base of the
-    /// agent's patches.
-    pub state: Option<Value>,
-}
-
-/// The AG-UI version a client speaks, from `RunAgentInput.protocolVersion`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum AguiVersion {
-    /// Before 1.0 (no `protocolVersion`): only events and outcomes every
-    /// client version accepts.
-    #[default]
-    Legacy,
-    /// 1.0: `SUBAGENT_*` events and the `cancelled` outcome too.
-    V1,
-}
-
-impl AguiVersion {
-    /// `protocolVersion` as a 1.0 client sends it (`"1.0"`, `"1.2"`, …).
-    pub fn parse(protocol_version: Option<&str>) -> AguiVersion {
-        match protocol_version.and_then(|v| v.split('.').next()?.parse::<u32>().ok()) {
-            Some(major) if major >= 1 => AguiVersion::V1,
-            _ => AguiVersion::Legacy,
-        }
-    }
-}
-
-/// How the input ended, as the caller saw it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum StreamEnd {
-    /// The upstream closed the stream.
-    Eof,
-    /// The caller gave up on the upstream (timeout, transport error, …).
-    Failed {
-        /// Why, as a stable code.
-        code: ErrorCode,
-        /// Why, for a person.
-        message: String,
-    },
-    /// The upstream answered with an error of its own (an error body on a
-    /// non-2xx response, say).
-    AgentError(ErrorReport),
-}
 
 /// The state machine of one run. Feed it items with `push_*`, then
 /// [`finish`](Converter::finish); every call appends the events it

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::Converter;
 use crate::convert::AguiVersion;
-use crate::custom::{Custom, ErrorNotice};
+use crate::event::custom::{Custom, ErrorNotice};
 use crate::event::{Event, Patch};
 use crate::ids::IdSource;
 use crate::measure::{json_len, string_len};

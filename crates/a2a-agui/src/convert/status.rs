@@ -9,8 +9,8 @@ use super::run::Lifecycle;
 use super::versions::{Carrier, MIN_RESEND, PartPlan, Plan};
 use super::{Converter, raw};
 use crate::codes::ErrorCode;
-use crate::custom::{Citation, Custom, ErrorNotice, MessageMetadata, StatusNotice};
 use crate::digest::TextDigest;
+use crate::event::custom::{Citation, Custom, ErrorNotice, MessageMetadata, StatusNotice};
 use crate::event::{Event, TextMetadata};
 use crate::ids::IdSource;
 use crate::read::{

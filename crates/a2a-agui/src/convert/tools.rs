@@ -7,8 +7,8 @@ use std::collections::{HashMap, VecDeque};
 use serde_json::Value;
 
 use super::{MAX_PENDING_TOOL_OUTPUT, MAX_TRACKED};
-use crate::custom::{Custom, ToolError};
 use crate::digest::{TextDigest, WordHashBuilder};
+use crate::event::custom::{Custom, ToolError};
 use crate::event::{Event, Id, ToolRole};
 use crate::ids::{IdKind, IdSource};
 use crate::read::ToolResult;

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::custom::Custom;
+use crate::event::custom::Custom;
 use crate::event::{Event, Id};
 use crate::state::{RunState, TaskState};
 

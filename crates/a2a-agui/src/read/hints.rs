@@ -16,7 +16,7 @@ use super::tool::{self, hinted_result, tool_payload};
 use super::{
     Block, PartBody, PartMeaning, Thinking, ToolCall, UNKNOWN_TOOL, a2ui, adk, bridges, shape,
 };
-use crate::custom::{Citation, Trajectory};
+use crate::event::custom::{Citation, Trajectory};
 
 /// Agent Stack's extension URIs: either host, then the extension's path.
 const AGENTSTACK_HOSTS: [&str; 2] = [

@@ -41,7 +41,7 @@ pub use part::{FileRef, PartBody, part_body};
 pub(crate) use said::one_line;
 pub(crate) use shape::event_tools;
 
-use crate::custom::Citation;
+use crate::event::custom::Citation;
 use crate::state::TaskState;
 
 /// One stream item, read.

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use a2a_agui::SseParser;
-use agui_bench::{markers, now_micros};
+use a2a_fake_agent::marker::{markers, now_micros};
 use clap::Parser;
 use futures::StreamExt;
 use serde_json::{Value, json};

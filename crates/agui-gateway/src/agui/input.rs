@@ -793,8 +793,8 @@ mod tests {
     /// The memory after a run that ended on these client calls.
     fn memory_after(memory: ThreadMemory, task: Option<&str>, calls: &[String]) -> ThreadMemory {
         let threads = crate::state::Threads::default();
-        let caller = crate::journal::CallerDigest::of("c", &axum::http::HeaderMap::new());
-        let key = crate::journal::ThreadRef::new("a", &caller, "th");
+        let caller = agui_journal::CallerDigest::of_scope("c");
+        let key = agui_journal::ThreadRef::new("a", &caller, "th");
         threads.restore(key, memory);
         threads.ended(key, task, calls);
         threads.get(key)

@@ -27,16 +27,16 @@ mod parts;
 use std::sync::Arc;
 
 use a2a_agui::{ErrorCode, Event, Options, RunState};
+use agui_journal::{RunBy, RunIdentity, RunThread, ThreadListKey, ThreadRef};
 use axum::body::Bytes;
 use axum::response::Response;
 
 pub use self::bounds::{IdTooLong, bounded_id};
 use self::input::{RunRequest, Upstream};
-use crate::journal::{RunBy, RunIdentity, RunThread, Shelf, ThreadRef};
 use crate::obs::access::{AccessNote, Mode};
 use crate::random::random_u64;
 use crate::relay::{self, Conversion};
-use crate::state::{AppHandle, Busy};
+use crate::state::{AppHandle, StreamsFull};
 use crate::upstream::Agent;
 use crate::upstream::outbound::{self, Forwarded};
 
@@ -72,7 +72,7 @@ pub enum RunError {
     #[error(transparent)]
     Input(#[from] InputError),
     #[error(transparent)]
-    Busy(#[from] Busy),
+    Busy(#[from] StreamsFull),
 }
 
 /// Reads a `RunAgentInput` as a first run of its thread would see it: the
@@ -82,7 +82,7 @@ pub fn read_run_input(body: &[u8]) -> Result<RunRequest, InputError> {
 }
 
 /// One `RunAgentInput` call as the route received it.
-pub struct Call {
+pub struct RunCall {
     /// The client's headers as the agent's policy forwards them.
     pub headers: Forwarded,
     pub run_by: RunBy,
@@ -95,8 +95,8 @@ pub struct Call {
 }
 
 /// Runs one `RunAgentInput`.
-pub async fn run(state: AppHandle, agent: Arc<Agent>, call: Call) -> Result<Response, RunError> {
-    let Call {
+pub async fn run(state: AppHandle, agent: Arc<Agent>, call: RunCall) -> Result<Response, RunError> {
+    let RunCall {
         headers,
         run_by,
         body,
@@ -118,7 +118,7 @@ pub async fn run(state: AppHandle, agent: Arc<Agent>, call: Call) -> Result<Resp
         thread: Some(RunThread {
             thread,
             id: thread_id.clone(),
-            shelf: Shelf::new(agent.name(), &run_by.caller),
+            list: ThreadListKey::new(agent.name(), &run_by.caller),
             run_id: run_id.clone(),
             input: input.messages_json(state.config.journal.limits.max_run_bytes),
         }),

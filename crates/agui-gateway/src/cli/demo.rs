@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::cli::demo_agent;
+use a2a_fake_agent::{Agent, Behaviour};
 use agui_edge::cors::{CorsConfig, OriginRule};
 use agui_edge::tls::{ServeTls, TLS_FLAGS};
 use agui_gateway::config::flags::CorsArgs;
@@ -41,9 +41,13 @@ pub async fn demo(
         ..CorsConfig::default()
     };
     cors.apply(&mut config_cors)?;
-    let agent_addr = demo_agent::start_agent(Duration::from_millis(delay_ms))
+    let demo_agent = Behaviour::Demo {
+        delay: Duration::from_millis(delay_ms),
+    };
+    let agent_addr = Agent::start(demo_agent, 0)
         .await
-        .context("the demo agent could not start")?;
+        .context("the demo agent could not start")?
+        .addr;
     let upstream = Url::parse(&format!("http://{agent_addr}/")).context("demo agent address")?;
     let agent = AgentConfig::new("assistant", upstream);
     let mut config = Config::single(listen, agent);

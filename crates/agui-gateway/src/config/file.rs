@@ -20,7 +20,7 @@ use agui_edge::ratelimit::RateLimit;
 use agui_edge::tls::{ServeTls, TLS_FILE_KEYS};
 
 use super::env::Environment;
-use super::forwarding::{ForwardPolicy, TrustedProxies};
+use super::forward_policy::{ForwardPolicy, TrustedProxies};
 use super::limits::{at_least_one, journal_config, limits_config};
 use super::schema::{Cors, FileAgent, FileAuth, FileConfig, FileServeTls};
 use super::{A2aVersion, AgentConfig, Config, ConfigError, random_gateway_id};

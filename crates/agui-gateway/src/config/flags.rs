@@ -15,7 +15,7 @@ use agui_edge::tls::{ServeTls, TLS_FLAGS};
 use clap::Args;
 use url::Url;
 
-use super::forwarding::{ForwardPolicy, TrustedProxies};
+use super::forward_policy::{ForwardPolicy, TrustedProxies};
 use super::{AgentConfig, Config, ConfigError};
 use crate::obs::logging::LogFormat;
 
@@ -57,7 +57,7 @@ pub struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1:8080; wins over the file's listen].
     #[arg(long, env = "AGUI_GATEWAY_LISTEN")]
     pub listen: Option<SocketAddr>,
-    /// A TOML file with several agents, limits and CORS (see README).
+    /// A TOML file with several agents, limits and CORS (see docs/configuration.md).
     #[arg(long, env = "AGUI_GATEWAY_CONFIG", conflicts_with = "upstream")]
     pub config: Option<PathBuf>,
     /// Output format of the --upstream agent: agui or hector [default: agui]
@@ -155,7 +155,7 @@ pub struct LogArgs {
     pub log_format: LogFormat,
 }
 
-/// The edge: limits, trusted proxies, authentication (README, Security).
+/// The edge: limits, trusted proxies, authentication (docs/security.md).
 #[derive(Debug, Args)]
 pub struct EdgeArgs {
     /// A second address for /healthz, /readyz and /metrics (then not on --listen).
@@ -215,7 +215,7 @@ pub struct EdgeArgs {
     pub cors: CorsArgs,
 }
 
-/// Browser access (README, "Use from the browser").
+/// Browser access (docs/security.md, docs/guides/browser.md).
 #[derive(Debug, Args)]
 pub struct CorsArgs {
     /// Origins whose pages may call the gateway, comma-separated: `https://app.example.com`, `https://*.example.com`, `http://localhost:*` or `*` (replaces [cors] allow_origins).

@@ -40,7 +40,7 @@
 //! max_age_secs = 600                          # how long a browser may cache a preflight
 //! expose_headers = ["retry-after"]            # answer headers a page may read
 //!
-//! [auth]                                      # see README, Security
+//! [auth]                                      # see docs/security.md
 //! api_keys_file = "/run/secrets/agui-gateway/api-keys"
 //! [auth.jwt]
 //! jwks_url = "https://idp.example.com/.well-known/jwks.json"
@@ -87,9 +87,8 @@ mod card_signing;
 pub mod env;
 mod file;
 pub mod flags;
-pub mod forwarding;
+pub mod forward_policy;
 mod identity_flags;
-mod journal;
 mod limits;
 mod schema;
 mod upstream_auth;
@@ -105,10 +104,10 @@ use agui_edge::ratelimit::RateLimit;
 use agui_edge::tls::ServeTls;
 use url::{Origin, Url};
 
+pub use agui_journal::{Backend, JournalConfig, JournalLimits};
 pub use card_signing::{CardKeys, CardSigning};
 pub use env::Environment;
-pub use forwarding::{ForwardPolicy, TrustedProxies};
-pub use journal::{Backend, JournalConfig, JournalLimits};
+pub use forward_policy::{ForwardPolicy, TrustedProxies};
 pub use upstream_auth::{ClientAuth, OAuthClient, Secret, UpstreamAuth};
 pub use upstream_tls::{AgentTlsError, TlsMaterial, UpstreamTls};
 

@@ -14,7 +14,7 @@ use super::paths::ExtendedCard;
 use crate::agui::extension;
 use crate::config::Config;
 use crate::signing::{Policy, Signer, Verdict};
-use crate::upstream::forwarding::{first_value, list_values};
+use crate::upstream::headers::{first_value, list_values};
 use crate::upstream::outbound::{self, Forwarded};
 use crate::upstream::target::base_url;
 use crate::upstream::{Agent, CARD_ELEMENTS, CardError, UNTRUSTED_CARD, answer};
@@ -232,7 +232,7 @@ fn present(
         // gRPC clients have no path prefix: only the default agent, at
         // the root, is reached over gRPC.
         let mount = gateway_base.strip_prefix(public).unwrap_or(gateway_base);
-        let grpc = crate::upstream::grpc::cards::grpc_address(public, mount);
+        let grpc = a2a_grpc::cards::grpc_address(public, mount);
         through_gateway(card, gateway_base, grpc.as_deref());
         ours = true;
     }
@@ -401,7 +401,7 @@ pub fn rewrite(card: &mut Value, upstream_base: &Url, gateway_base: &str) -> boo
 /// cannot reach it. The agent's interfaces of other bindings go: the
 /// gateway reaches it over gRPC only, and they name addresses of the
 /// agent's no client is to be sent to. The JSON twin of
-/// `upstream::grpc::cards`, for the card a gRPC client reads.
+/// `a2a_grpc::cards`, for the card a gRPC client reads.
 pub fn through_gateway(card: &mut Value, gateway_base: &str, grpc: Option<&str>) {
     let gateway = format!("{}/", gateway_base.trim_end_matches('/'));
     let kept = |iface: &mut Value, key: &str| {

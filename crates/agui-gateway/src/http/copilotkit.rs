@@ -15,6 +15,7 @@
 
 use std::sync::Arc;
 
+use agui_journal::{CallerDigest, ThreadRef};
 use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
@@ -22,10 +23,9 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
-use super::calls::{agui_input, read_body};
+use super::agui_routes::{agui_input, read_body};
 use super::error::ApiError;
 use super::gate;
-use crate::journal::{CallerDigest, ThreadRef};
 use crate::obs::access::{AccessNote, Mode};
 use crate::resume::{self, MAX_ID_BYTES, Stopped, ThreadAsk, WhenEmpty};
 use crate::state::{AppHandle, AppState};
@@ -33,7 +33,7 @@ use crate::upstream::Agent;
 use crate::upstream::outbound::Forwarded;
 
 /// What one request asks, once its path (or envelope) is read.
-enum Call {
+enum RuntimeCall {
     Info {
         single: bool,
     },
@@ -64,11 +64,11 @@ pub async fn handle(State(state): State<AppHandle>, request: Request) -> Respons
     let query = parts.uri.query().unwrap_or_default();
     let (call, allow) = match segments.as_slice() {
         [] => (None, "POST"),
-        ["info"] => (Some(Call::Info { single: false }), "GET"),
-        ["agent", id, "run"] => (Some(Call::Run((*id).to_owned())), "POST"),
-        ["agent", id, "connect"] => (Some(Call::Connect((*id).to_owned())), "POST"),
+        ["info"] => (Some(RuntimeCall::Info { single: false }), "GET"),
+        ["agent", id, "run"] => (Some(RuntimeCall::Run((*id).to_owned())), "POST"),
+        ["agent", id, "connect"] => (Some(RuntimeCall::Connect((*id).to_owned())), "POST"),
         ["agent", id, "stop", thread] => (
-            Some(Call::Stop {
+            Some(RuntimeCall::Stop {
                 agent: (*id).to_owned(),
                 thread: (*thread).to_owned(),
             }),
@@ -109,12 +109,12 @@ pub async fn handle(State(state): State<AppHandle>, request: Request) -> Respons
 async fn serve(
     state: &AppHandle,
     parts: &Parts,
-    call: Call,
+    call: RuntimeCall,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     match call {
-        Call::Info { single } => Ok(info(state, parts, single).await),
-        Call::Run(name) => {
+        RuntimeCall::Info { single } => Ok(info(state, parts, single).await),
+        RuntimeCall::Run(name) => {
             let agent = match agent(state, parts, &name) {
                 Ok(agent) => agent,
                 Err(response) => return Ok(response),
@@ -133,7 +133,7 @@ async fn serve(
             );
             Ok(run.await.unwrap_or_else(invalid_body))
         }
-        Call::Connect(name) => {
+        RuntimeCall::Connect(name) => {
             let agent = match agent(state, parts, &name) {
                 Ok(agent) => agent,
                 Err(response) => return Ok(response),
@@ -158,7 +158,7 @@ async fn serve(
                 .map_err(ApiError::from)
                 .unwrap_or_else(invalid_body))
         }
-        Call::Stop {
+        RuntimeCall::Stop {
             agent: name,
             thread,
         } => {
@@ -183,7 +183,7 @@ async fn serve(
                 resume::stop_thread(state, &agent, &at, run_id.as_deref(), &forwarded).await;
             Ok(axum::Json(stop_answer(stopped, &thread, run_id.as_deref())).into_response())
         }
-        Call::Threads(name) => {
+        RuntimeCall::Threads(name) => {
             let Some(name) = name else {
                 return Ok(runtime_error(
                     StatusCode::BAD_REQUEST,
@@ -209,7 +209,7 @@ async fn serve(
                 .collect();
             Ok(axum::Json(json!({ "threads": threads, "nextCursor": null })).into_response())
         }
-        Call::Messages {
+        RuntimeCall::Messages {
             thread,
             agent: name,
         } => {
@@ -218,7 +218,7 @@ async fn serve(
                     Ok(agent) => agent,
                     Err(response) => return Ok(response),
                 },
-                None => gate::default_agent(state, "copilotkit/agent/{name}/…")?,
+                None => state.default_agent("copilotkit/agent/{name}/…")?,
             };
             gate::allowed(state, &parts.extensions, &agent)?;
             if thread.len() > MAX_ID_BYTES {
@@ -246,7 +246,7 @@ async fn serve(
 /// `{method, params, body}` at the base path: the call it names, and the
 /// body its handler reads.
 #[allow(clippy::result_large_err)]
-fn envelope(parts: &Parts, body: &[u8]) -> Result<(Call, Bytes), Response> {
+fn envelope(parts: &Parts, body: &[u8]) -> Result<(RuntimeCall, Bytes), Response> {
     let invalid = |status: StatusCode, message: &str| {
         runtime_error(
             status,
@@ -302,10 +302,10 @@ fn envelope(parts: &Parts, body: &[u8]) -> Result<(Call, Bytes), Response> {
         None => Ok(Bytes::new()),
     };
     let call = match method.as_str() {
-        "info" => Call::Info { single: true },
-        "agent/run" => Call::Run(param("agentId")?),
-        "agent/connect" => Call::Connect(param("agentId")?),
-        "agent/stop" => Call::Stop {
+        "info" => RuntimeCall::Info { single: true },
+        "agent/run" => RuntimeCall::Run(param("agentId")?),
+        "agent/connect" => RuntimeCall::Connect(param("agentId")?),
+        "agent/stop" => RuntimeCall::Stop {
             agent: param("agentId")?,
             thread: param("threadId")?,
         },
@@ -337,16 +337,16 @@ fn envelope(parts: &Parts, body: &[u8]) -> Result<(Call, Bytes), Response> {
             ));
         }
     };
-    let required = matches!(call, Call::Run(_) | Call::Connect(_));
+    let required = matches!(call, RuntimeCall::Run(_) | RuntimeCall::Connect(_));
     Ok((call, inner_bytes(required)?))
 }
 
 /// The read-only thread routes (GET), as paths or as the envelope's
 /// `resource/request`.
-fn thread_route(segments: &[&str], query: &str) -> Option<Call> {
+fn thread_route(segments: &[&str], query: &str) -> Option<RuntimeCall> {
     match segments {
-        ["threads"] => Some(Call::Threads(query_param(query, "agentId"))),
-        ["threads", thread, "messages"] => Some(Call::Messages {
+        ["threads"] => Some(RuntimeCall::Threads(query_param(query, "agentId"))),
+        ["threads", thread, "messages"] => Some(RuntimeCall::Messages {
             thread: (*thread).to_owned(),
             agent: query_param(query, "agentId"),
         }),
@@ -402,7 +402,7 @@ async fn info(state: &AppHandle, parts: &Parts, single: bool) -> Response {
 /// is none (a refused caller gets the gateway's 403).
 #[allow(clippy::result_large_err)]
 fn agent(state: &AppState, parts: &Parts, name: &str) -> Result<Arc<Agent>, Response> {
-    let agent = state.named(name).ok_or_else(|| {
+    let agent = state.named(name).map_err(|_| {
         let shown: String = name.chars().take(128).collect();
         runtime_error(
             StatusCode::NOT_FOUND,
@@ -529,7 +529,7 @@ async fn forwarded(agent: &Agent, parts: &Parts) -> Forwarded {
 }
 
 fn caller(parts: &Parts) -> CallerDigest {
-    CallerDigest::of(&gate::scope(&parts.extensions), &parts.headers)
+    gate::caller_digest(&gate::scope(&parts.extensions), &parts.headers)
 }
 
 fn noted(state: &AppState, parts: &Parts, agent: &str) {

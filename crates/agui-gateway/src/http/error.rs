@@ -11,10 +11,11 @@ use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::agui::{IdTooLong, InputError, RunError};
-use crate::journal::ResumeError;
-use crate::journal::replays::Refused;
+use agui_journal::ResumeError;
+use agui_journal::replays::Refused;
+
 use crate::resume::ResumeRefused;
-use crate::state::Busy;
+use crate::state::{NoAgent, StreamsFull};
 use crate::upstream::outbound;
 use crate::upstream::target::PathError;
 
@@ -87,15 +88,34 @@ impl From<RunError> for ApiError {
     fn from(err: RunError) -> ApiError {
         match err {
             RunError::Input(err) => err.into(),
-            RunError::Busy(busy) => busy.into(),
+            RunError::Busy(full) => full.into(),
         }
     }
 }
 
-/// No place for one more stream.
-impl From<Busy> for ApiError {
-    fn from(busy: Busy) -> ApiError {
-        ApiError::unavailable(ErrorCode::GatewayBusy, busy.to_string())
+/// No place for one more stream: a 503, so a balancer may try another
+/// replica.
+impl From<StreamsFull> for ApiError {
+    fn from(full: StreamsFull) -> ApiError {
+        ApiError::unavailable(ErrorCode::GatewayBusy, full.to_string())
+    }
+}
+
+/// The agent a route names is not one, or the route names none and no
+/// default is configured.
+impl From<NoAgent> for ApiError {
+    fn from(err: NoAgent) -> ApiError {
+        let code = match err {
+            NoAgent::NameTooLong => {
+                return IdTooLong {
+                    field: "the agent name".to_owned(),
+                }
+                .into();
+            }
+            NoAgent::Unknown(_) => ErrorCode::UnknownAgent,
+            NoAgent::NoDefault { .. } => ErrorCode::NoDefaultAgent,
+        };
+        ApiError::not_found(code, err.to_string())
     }
 }
 
@@ -122,7 +142,8 @@ impl From<ResumeError> for ApiError {
     }
 }
 
-/// A thread replay not given now; it may be later.
+/// A thread replay not given now; both ask the client to come back in a
+/// second: the bytes held go as soon as their readers read them.
 impl From<Refused> for ApiError {
     fn from(refused: Refused) -> ApiError {
         let error = match refused {
@@ -144,7 +165,7 @@ impl From<ResumeRefused> for ApiError {
     fn from(err: ResumeRefused) -> ApiError {
         match err {
             ResumeRefused::Journal(err) => err.into(),
-            ResumeRefused::Busy(busy) => busy.into(),
+            ResumeRefused::Busy(full) => full.into(),
             ResumeRefused::Replays(refused) => refused.into(),
             ResumeRefused::IdTooLong(err) => err.into(),
             err @ ResumeRefused::NotYetNamed => {

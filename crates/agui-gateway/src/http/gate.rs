@@ -1,27 +1,24 @@
 //! In front of every route (inside `agui_edge::cors`): draining, loop refusal, who the caller
 //! is (forwarding headers believed from trusted proxies only), its
-//! credential and its rate. The agent a route names is found here too
-//! (`named_agent`, `default_agent`), and which agent a caller may use is
-//! checked where the agent is known (`allowed`), with the name decoded as
-//! the router decodes it.
+//! credential and its rate. Which agent a caller may use is checked where
+//! the agent is known (`allowed`), with the name decoded as the router
+//! decodes it.
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::Arc;
 
 use a2a_agui::ErrorCode;
 use agui_edge::auth::{AuthError, Principal};
 use agui_edge::listener::Transport;
+use agui_journal::CallerDigest;
+use agui_journal::replays::Reader;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{Extensions, HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::http::{Extensions, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
-use crate::agui::bounded_id;
-use crate::journal::CallerDigest;
-use crate::journal::replays::Reader;
 use crate::state::{AppHandle, AppState};
 use crate::upstream::Agent;
-use crate::upstream::forwarding::{Caller, has_looped};
+use crate::upstream::headers::{Caller, has_looped};
 
 /// Requests a probe handler of this listener serves: no rate limit, no
 /// drain refusal (orchestrators watch a drain). With an admin listener,
@@ -44,7 +41,7 @@ pub async fn gate(
 ) -> Response {
     // Counted from admission to the answer's head: past it, a stream
     // holds its permit (`AppState::is_idle`).
-    let _counted = state.shutdown.in_flight.enter();
+    let _counted = state.shutdown.unanswered.enter();
     match admit(&state, &mut request).await {
         Ok(()) => next.run(request).await,
         Err(err) => err.into_response(),
@@ -167,7 +164,7 @@ fn refused_method(method: &Method) -> Option<ApiError> {
 }
 
 /// A credential header sent more than once, if any.
-fn repeated_credential(headers: &axum::http::HeaderMap) -> Option<&'static str> {
+fn repeated_credential(headers: &HeaderMap) -> Option<&'static str> {
     [
         (header::AUTHORIZATION, "Authorization"),
         (HeaderName::from_static("x-api-key"), "X-API-Key"),
@@ -216,30 +213,28 @@ pub fn scope(extensions: &Extensions) -> String {
         .unwrap_or_default()
 }
 
+/// Headers that may carry who the client is, to an agent that judges it:
+/// with the gateway's authentication off they are the caller's identity.
+const CREDENTIAL_HEADERS: [&str; 5] = [
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "x-api-key",
+    "api-key",
+];
+
+/// Who calls, as far as runs go: the authenticated caller (`scope`), or
+/// with authentication off (`scope` empty) every credential header the
+/// client sent, which the agent may judge.
+pub fn caller_digest(scope: &str, headers: &HeaderMap) -> CallerDigest {
+    let sent = |name| headers.get_all(name).into_iter().map(HeaderValue::as_bytes);
+    CallerDigest::of(scope, CREDENTIAL_HEADERS.map(|name| (name, sent(name))))
+}
+
 /// Whose budget a thread replay counts against: the caller, or for a
 /// caller with no identity, its address.
 pub fn reader(caller: &CallerDigest, extensions: &Extensions) -> Reader {
     Reader::new(caller, extensions.get::<Caller>().map(|caller| caller.ip))
-}
-
-/// The agent a path names, or a 404.
-pub fn named_agent(state: &AppState, name: &str) -> Result<Arc<Agent>, ApiError> {
-    // Echoed in the 404: an identifier like any other.
-    bounded_id("the agent name", name)?;
-    state.named(name).ok_or_else(|| {
-        ApiError::not_found(ErrorCode::UnknownAgent, format!("no agent named {name:?}"))
-    })
-}
-
-/// The default agent, or a 404 naming the route to use instead
-/// (`instead` is the path below `/v1/agents/{name}/`).
-pub fn default_agent(state: &AppState, instead: &str) -> Result<Arc<Agent>, ApiError> {
-    state.default_agent().ok_or_else(|| {
-        ApiError::not_found(
-            ErrorCode::NoDefaultAgent,
-            format!("no default agent: use /v1/agents/{{name}}/{instead}"),
-        )
-    })
 }
 
 /// Whether the request's caller may use `agent` (always, with
@@ -256,5 +251,29 @@ pub fn allowed(state: &AppState, extensions: &Extensions, agent: &Agent) -> Resu
             format!("this caller may not use agent {:?}", agent.name()),
         )),
         None => Err(unauthenticated(AuthError::Missing)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn callers_are_told_apart_by_every_credential_header() {
+        let none = HeaderMap::new();
+        let anyone = caller_digest("", &none);
+        let mut bearer = HeaderMap::new();
+        bearer.insert("authorization", HeaderValue::from_static("Bearer x"));
+        assert_ne!(anyone, caller_digest("", &bearer));
+        // With an authenticated caller, the caller is the identity.
+        assert_eq!(caller_digest("k", &none), caller_digest("k", &bearer));
+        // Without one, any credential the agent may judge tells callers apart.
+        let mut keyed = HeaderMap::new();
+        keyed.insert("x-api-key", HeaderValue::from_static("k1"));
+        assert_ne!(caller_digest("", &keyed), anyone);
+        let mut cookie = HeaderMap::new();
+        cookie.insert("cookie", HeaderValue::from_static("s=1"));
+        assert_ne!(caller_digest("", &cookie), caller_digest("", &keyed));
+        assert!(anyone.is_anonymous() && !caller_digest("", &cookie).is_anonymous());
     }
 }

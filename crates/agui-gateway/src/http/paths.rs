@@ -295,7 +295,7 @@ impl<'de> Visitor<'de> for CallVisitor {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Asks, A::Error> {
         let mut asks = Asks::No;
-        while let Some(call) = seq.next_element::<Call>()? {
+        while let Some(call) = seq.next_element::<BatchEntry>()? {
             if call.0 != Asks::No {
                 asks = Asks::InBatch;
             }
@@ -324,15 +324,15 @@ impl<'de> Visitor<'de> for CallVisitor {
 }
 
 /// One call of a batch (a batch in a batch is no call).
-struct Call(Asks);
+struct BatchEntry(Asks);
 
-impl<'de> serde::Deserialize<'de> for Call {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Call, D::Error> {
+impl<'de> serde::Deserialize<'de> for BatchEntry {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<BatchEntry, D::Error> {
         deserializer
             .deserialize_any(CallVisitor)
             .map(|asks| match asks {
-                Asks::InBatch => Call(Asks::No),
-                other => Call(other),
+                Asks::InBatch => BatchEntry(Asks::No),
+                other => BatchEntry(other),
             })
     }
 }

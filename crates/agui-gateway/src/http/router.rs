@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use a2a_agui::{ErrorCode, Options};
 use agui_edge::cors;
+use agui_journal::{CallerDigest, RunIdentity};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -17,14 +18,13 @@ use axum::routing::{any, get, post};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::calls::{agui_input, read_body, run_by};
+use super::agui_routes::{agui_input, read_body, run_by};
 use super::error::ApiError;
 use super::paths::{CardCall, card_call};
 pub use super::probes::admin_router;
 use super::probes::{agent_health, healthz, metrics, readyz};
-use super::{card, copilotkit, gate, grpc, inspect, paths};
+use super::{card, copilotkit, gate, grpc_passthrough, inspect, paths};
 use crate::http::negotiate::{Negotiated, negotiate, output_format, wants_agui};
-use crate::journal::{CallerDigest, RunIdentity};
 use crate::obs::access;
 use crate::obs::access::{AccessNote, Mode};
 use crate::random::random_u64;
@@ -33,7 +33,7 @@ use crate::resume;
 use crate::resume::WhenEmpty;
 use crate::signing::{Policy, Verdict};
 use crate::state::{AppHandle, AppState};
-use crate::upstream::forwarding::{ReturnPolicy, returned_headers};
+use crate::upstream::headers::{ReturnPolicy, returned_headers};
 use crate::upstream::outbound::{self, Forwarded};
 use crate::upstream::{Agent, UpstreamError};
 
@@ -76,7 +76,7 @@ pub fn router(state: AppHandle) -> Router {
             state.clone(),
             gate::gate,
         ))
-        .layer(axum::middleware::from_fn(grpc::answers));
+        .layer(axum::middleware::from_fn(grpc_passthrough::answers));
     // The inspector's page and scripts hold nothing secret: a browser
     // loads them without credentials, then calls the API with its own.
     let router = if state.config.inspector {
@@ -162,9 +162,9 @@ async fn list_agents(State(state): State<AppHandle>, request: Request) -> Respon
 fn agui_agent(state: &AppState, request: &Request, instead: &str) -> Result<Arc<Agent>, ApiError> {
     if request.uri().path().starts_with("/v1/agents/") {
         let (name, _) = split_agent_path(request.uri().path());
-        gate::named_agent(state, &name)
+        Ok(state.named(&name)?)
     } else {
-        gate::default_agent(state, instead)
+        Ok(state.default_agent(instead)?)
     }
 }
 
@@ -184,7 +184,7 @@ async fn inspect_run(
         .and_then(|rest| rest.strip_suffix("/run"))
         .unwrap_or_default();
     let (name, _) = split_agent_path(&format!("/v1/agents/{name}"));
-    let agent = gate::named_agent(&state, &name)?;
+    let agent = state.named(&name)?;
     run_agui(state, agent, request, Mode::Inspect).await
 }
 
@@ -250,7 +250,7 @@ async fn run_request(
     let (parts, body) = request.into_parts();
     gate::allowed(state, &parts.extensions, &agent)?;
     let body = read_body(state, body).await?;
-    let caller = CallerDigest::of(&gate::scope(&parts.extensions), &parts.headers);
+    let caller = gate::caller_digest(&gate::scope(&parts.extensions), &parts.headers);
     Ok((agent, parts, caller, body))
 }
 
@@ -258,7 +258,7 @@ async fn proxy_default(
     State(state): State<AppHandle>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let agent = gate::default_agent(&state, "")?;
+    let agent = state.default_agent("")?;
     let path = request.uri().path().to_owned();
     proxy(state, agent, path, String::new(), request).await
 }
@@ -272,7 +272,7 @@ async fn proxy_named(
     request: Request,
 ) -> Result<Response, ApiError> {
     let (name, path) = split_agent_path(request.uri().path());
-    let agent = gate::named_agent(&state, &name)?;
+    let agent = state.named(&name)?;
     proxy(state, agent, path, format!("/v1/agents/{name}"), request).await
 }
 
@@ -303,9 +303,9 @@ async fn proxy(
     let (parts, body) = request.into_parts();
     let routed = route(&state, &agent, &path, &parts).await?;
     let body = read_body(&state, body).await?;
-    if grpc::is_grpc(&parts.headers) {
+    if grpc_passthrough::is_grpc(&parts.headers) {
         let at = (&parts, path.as_str(), mount.as_str());
-        return grpc::call(&state, &agent, at, routed.forwarded, body).await;
+        return grpc_passthrough::call(&state, &agent, at, routed.forwarded, body).await;
     }
     let card_call = card_call(&parts.method, &path, &body);
     if let Some(refusal) = card_call.and_then(CardCall::refusal) {
@@ -470,7 +470,7 @@ struct Passthrough {
 
 /// Transparent mode: the request as it came, the response as it comes
 /// back, byte for byte; of its headers, hop-by-hop ones and what the edge
-/// owns change (`forwarding::returned_headers`).
+/// owns change (`headers::returned_headers`).
 async fn passthrough(
     state: &AppState,
     agent: &Agent,

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use a2a_agui::ErrorCode;
+use agui_journal::RunLog;
 
 use super::{RelayState, send_cancel};
-use crate::journal::RunLog;
 
 impl RelayState {
     /// The client went away before the end. With a journal the run goes

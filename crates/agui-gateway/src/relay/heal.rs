@@ -13,13 +13,13 @@
 use std::time::{Duration, Instant};
 
 use a2a_agui::SseParser;
+use agui_journal::InputOp;
 use bytes::Bytes;
 use futures::StreamExt;
 
 use super::{
     RelayState, Source, batch, encoded, is_event_stream, keep_scratch, now_ms, take_scratch,
 };
-use crate::journal::InputOp;
 use crate::obs::telemetry::CallSpan;
 use crate::upstream::outbound::{self, Forwarded, Outgoing};
 use crate::upstream::{Agent, TaskCall, UpstreamBody, answer};

@@ -10,10 +10,10 @@
 
 mod batch;
 mod detach;
+mod frames;
 mod heal;
 mod observe;
 mod redis_run;
-mod step;
 mod takeover;
 
 pub use takeover::take_over;
@@ -24,6 +24,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use a2a_agui::{ErrorCode, Event, Options, OutputFormat, SequentialIds, StreamConverter};
+use agui_journal::redis::RunSpec;
+use agui_journal::{InputOp, RunIdentity, RunLog};
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
@@ -33,13 +35,11 @@ use tokio::sync::OwnedSemaphorePermit;
 use self::detach::Attached;
 use self::observe::RunObserver;
 use self::redis_run::RedisRun;
-use crate::journal::redis::RunSpec;
-use crate::journal::{InputOp, RunIdentity, RunLog};
 use crate::obs::access::AccessNote;
 use crate::obs::metrics::Metrics;
 use crate::obs::telemetry::CallSpan;
 use crate::random::random_u64;
-use crate::state::{AppState, Busy, Shutdown};
+use crate::state::{AppState, Shutdown, StreamsFull};
 use crate::upstream::outbound::{self, Forwarded, Outgoing};
 use crate::upstream::{Agent, StreamResponse, UpstreamBody, UpstreamError};
 
@@ -71,7 +71,7 @@ pub async fn open(
     request: impl Future<Output = Outgoing>,
     conversion: Conversion,
     identity: RunIdentity,
-) -> Result<Response, Busy> {
+) -> Result<Response, StreamsFull> {
     let permit = state.stream_permit(agent.name())?;
     let (upstream, span, started) = match forwarded.refusal() {
         // Not called: the run shows why as its `RUN_ERROR`.

@@ -8,10 +8,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use agui_journal::redis::{Appended, Chunk, RENEW_EVERY, RedisJournal, Renewal, RunSpec};
+use agui_journal::{InputOp, RunIdentity, ThreadRef};
 use tokio_util::sync::{CancellationToken, DropGuard};
-
-use crate::journal::redis::{Appended, Chunk, RENEW_EVERY, RedisJournal, Renewal, RunSpec};
-use crate::journal::{InputOp, RunIdentity, ThreadRef};
 
 pub(super) struct RedisRun {
     journal: Arc<RedisJournal>,

@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_agui::{AguiVersion, Options, OutputFormat, SequentialIds, StreamConverter};
+use agui_journal::redis::{RedisJournal, RemoteRun};
+use agui_journal::{InputOp, RunLog};
 
 use super::redis_run::RedisRun;
 use super::{Conversion, RelayState, Run, Source};
-use crate::journal::redis::{RedisJournal, RemoteRun};
-use crate::journal::{InputOp, RunLog};
 use crate::state::AppState;
 use crate::upstream::outbound::Forwarded;
 
@@ -50,7 +50,7 @@ async fn rebuild(
 ) -> Option<RelayState> {
     let key = remote.key;
     let spec = remote.spec;
-    let Some(agent) = state.named(&spec.agent) else {
+    let Ok(agent) = state.named(&spec.agent) else {
         tracing::warn!(
             run = key,
             agent = spec.agent,

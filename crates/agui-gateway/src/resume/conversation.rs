@@ -16,12 +16,12 @@ use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use a2a_agui::{MessageFold, SseParser};
+use agui_journal::ThreadRef;
+use agui_journal::replays::Reader;
 use serde_json::Value;
 
 use super::{Found, find};
 use crate::config::A2aVersion;
-use crate::journal::ThreadRef;
-use crate::journal::replays::Reader;
 use crate::state::AppState;
 use crate::upstream::outbound::{self, Forwarded};
 use crate::upstream::{Agent, TaskCall, answer};

@@ -7,11 +7,15 @@
 //! Redis (`remote`).
 
 mod conversation;
+mod event_id;
 mod remote;
 pub mod replay;
 mod threads;
 
 use a2a_agui::ErrorCode;
+use agui_journal::redis::{RedisJournal, RemoteRun};
+use agui_journal::replays::{Reader, Refused};
+use agui_journal::{self as journal, CallerDigest, Owner, ResumeError, RunLog, ThreadRef};
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -23,16 +27,14 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 pub use conversation::ThreadAsk;
+use event_id::EventId;
 pub use replay::WhenEmpty;
 pub use threads::threads;
 
 use crate::agui::{IdTooLong, bounded_id};
-use crate::journal::redis::{RedisJournal, RemoteRun};
-use crate::journal::replays::{Reader, Refused};
-use crate::journal::{self, CallerDigest, EventId, Owner, ResumeError, RunLog, ThreadRef};
 use crate::obs::access::Mode;
 use crate::relay;
-use crate::state::{AppHandle, AppState, Busy};
+use crate::state::{AppHandle, AppState, StreamsFull};
 use crate::upstream::Agent;
 use crate::upstream::outbound::Forwarded;
 
@@ -47,7 +49,7 @@ pub enum ResumeRefused {
     #[error("{0:?}")]
     Journal(ResumeError),
     #[error(transparent)]
-    Busy(#[from] Busy),
+    Busy(#[from] StreamsFull),
     /// Thread replays are at their bound, the caller's or the gateway's.
     #[error("{0:?}")]
     Replays(Refused),

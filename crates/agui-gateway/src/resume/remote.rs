@@ -9,13 +9,13 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agui_journal::redis::{BLOCK, Entry, RedisJournal, RemoteRun};
+use agui_journal::{self as journal, ResumeError, RunIdentity, RunLog, frame_start};
 use bytes::Bytes;
 use futures::Stream;
 use redis::aio::MultiplexedConnection;
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::journal::redis::{BLOCK, Entry, RedisJournal, RemoteRun};
-use crate::journal::{self, ResumeError, RunIdentity, RunLog, frame_start};
 use crate::obs::metrics::NO_AGENT;
 use crate::relay;
 use crate::state::AppHandle;
@@ -170,7 +170,7 @@ pub async fn follow(
 ) -> Result<impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static, ResumeRefused> {
     // A full gateway says so (503, retry): "not resumable" would have the
     // client start the run again while it goes on.
-    let agent = state.named(&remote.spec.agent);
+    let agent = state.named(&remote.spec.agent).ok();
     let permit = state.stream_permit(agent.as_deref().map_or(NO_AGENT, Agent::name))?;
     let mut connection = journal
         .tail_connection()

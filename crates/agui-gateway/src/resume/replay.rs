@@ -17,6 +17,7 @@
 
 use std::convert::Infallible;
 
+use agui_journal::replays::{Kind, Reading};
 use axum::body::{Body, Bytes};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -28,7 +29,6 @@ use super::conversation::{
     AGENT_DEADLINE, ThreadAsk, conversation, journal_runs, run_ended, version_of,
 };
 use super::{Found, ResumeRefused, follow_stream};
-use crate::journal::replays::{Kind, Reading};
 use crate::random::random_u64;
 use crate::relay;
 use crate::state::{AppHandle, AppState};

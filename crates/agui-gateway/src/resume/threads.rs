@@ -7,12 +7,12 @@
 
 use std::collections::HashMap;
 
+use agui_journal::{CallerDigest, MAX_LISTED, ThreadListKey, ThreadRef, ThreadSummary};
 use serde_json::Value;
 
 use super::MAX_ID_BYTES;
 use super::conversation::{AGENT_DEADLINE, result, started_by};
 use crate::config::A2aVersion;
-use crate::journal::{CallerDigest, MAX_LISTED, Shelf, ThreadRef, ThreadSummary};
 use crate::state::AppState;
 use crate::upstream::outbound::{self, Forwarded};
 use crate::upstream::{Agent, answer};
@@ -29,16 +29,16 @@ pub async fn threads(
     if caller.is_anonymous() {
         return Vec::new();
     }
-    let shelf = Shelf::new(agent.name(), caller);
+    let list = ThreadListKey::new(agent.name(), caller);
     let mut listed = match &state.redis {
-        Some(shared) => shared.threads(&shelf).await.unwrap_or_else(|err| {
+        Some(shared) => shared.threads(&list).await.unwrap_or_else(|err| {
             tracing::warn!("listing a caller's shared threads failed: {err}");
             Vec::new()
         }),
         None => state
             .journal
             .as_ref()
-            .map(|journal| journal.threads(&shelf))
+            .map(|journal| journal.threads(&list))
             .unwrap_or_default(),
     };
     if agent.endpoint().await.1 == A2aVersion::V10 {

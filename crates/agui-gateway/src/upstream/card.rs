@@ -12,7 +12,7 @@ use url::Url;
 use super::Agent;
 use super::answer::{Answer, Growing, Unread};
 use super::credentials::{Refused, TokenError};
-use super::forwarding::background_headers;
+use super::headers::background_headers;
 use super::target::base_url;
 use crate::config::{A2aVersion, Secret};
 use crate::signing::{Policy, Verdict};
@@ -393,10 +393,10 @@ impl Agent {
         if let Some(grpc) = &self.grpc {
             // The service is the version. The gateway's JSON-RPC to a gRPC
             // agent is only read by `GrpcAgent::execute`, and 1.0's answers
-            // are written straight to bytes (`grpc::write`).
+            // are written straight to bytes (`a2a_grpc::write`).
             let version = match grpc.service() {
-                super::grpc::Service::V03 => A2aVersion::V03,
-                super::grpc::Service::V10 => A2aVersion::V10,
+                a2a_grpc::Service::V03 => A2aVersion::V03,
+                a2a_grpc::Service::V10 => A2aVersion::V10,
             };
             return (self.config.upstream.clone(), version);
         }

@@ -4,14 +4,15 @@
 //! (`target`), which headers go (`forwarding`), how each call is built
 //! (`outbound`), the lean connection of converted streams (`lean`), its
 //! clients as its TLS files make them (`tls`), the answers it reads for
-//! its own use, bounded (`answer`).
+//! its own use, bounded (`answer`), its client when it is reached over
+//! gRPC (`grpc_agent`).
 
 pub mod answer;
 mod card;
 pub mod credentials;
-pub mod forwarding;
-pub mod grpc;
-pub mod lean;
+pub mod direct;
+pub mod grpc_agent;
+pub mod headers;
 pub mod outbound;
 mod rpc;
 pub mod target;
@@ -32,15 +33,15 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use bytes::Bytes;
 use futures::{Stream, TryStreamExt};
 
-use self::lean::LeanError;
+use self::direct::DirectError;
 use crate::config::{AgentConfig, Limits};
 use crate::signing::{Policy, TrustedKeys};
-use crate::upstream::forwarding::via_entry;
+use crate::upstream::headers::via_entry;
 
 pub struct Agent {
     pub config: AgentConfig,
     /// The configured headers, checked once: they replace client headers
-    /// of the same name on every call (`forwarding::upstream_headers`).
+    /// of the same name on every call (`headers::upstream_headers`).
     pub configured_headers: Vec<(HeaderName, HeaderValue)>,
     /// This gateway's `Via` entry.
     pub via: String,
@@ -48,7 +49,7 @@ pub struct Agent {
     clients: Arc<tls::Reloadable>,
     /// For an agent reached over gRPC (a `grpc://` or `grpcs://`
     /// upstream): every call goes there instead.
-    pub grpc: Option<grpc::GrpcAgent>,
+    pub grpc: Option<a2a_grpc::GrpcAgent>,
     /// The tokens the gateway gets to call it (`[agents.NAME.auth]`).
     pub credentials: Option<credentials::Credentials>,
     /// The keys its card may be signed with, when its policy checks them.
@@ -85,9 +86,9 @@ pub enum BodyError {
     #[error("{0}")]
     Reqwest(reqwest::Error),
     #[error("{0}")]
-    Lean(LeanError),
+    Direct(DirectError),
     #[error("{0}")]
-    Grpc(grpc::Cut),
+    Grpc(a2a_grpc::BrokenStream),
 }
 
 impl BodyError {
@@ -96,7 +97,7 @@ impl BodyError {
             BodyError::Reqwest(err) => err.is_timeout(),
             // A lean body has no read timer: the relay's idle timer is it.
             // Nor has a gRPC stream.
-            BodyError::Lean(_) | BodyError::Grpc(_) => false,
+            BodyError::Direct(_) | BodyError::Grpc(_) => false,
         }
     }
 }
@@ -106,7 +107,7 @@ pub enum UpstreamError {
     #[error("{0}")]
     Request(reqwest::Error),
     #[error("{0}")]
-    Lean(LeanError),
+    Direct(DirectError),
     #[error("no response headers within {} s", .0.as_secs())]
     NoResponse(Duration),
     /// Not called: no token, or a card that must verify and does not.
@@ -122,7 +123,7 @@ impl UpstreamError {
     pub fn is_connect(&self) -> bool {
         match self {
             UpstreamError::Request(err) => err.is_connect(),
-            UpstreamError::Lean(err) => err.is_connect(),
+            UpstreamError::Direct(err) => err.is_connect(),
             UpstreamError::Grpc(_) => true,
             UpstreamError::NoResponse(_) | UpstreamError::Refused(_) => false,
         }
@@ -132,7 +133,7 @@ impl UpstreamError {
     pub fn is_timeout(&self) -> bool {
         match self {
             UpstreamError::Request(err) => err.is_timeout(),
-            UpstreamError::Lean(err) => err.is_connect_timeout(),
+            UpstreamError::Direct(err) => err.is_connect_timeout(),
             UpstreamError::NoResponse(_) => true,
             UpstreamError::Grpc(status) => status.code() == tonic::Code::DeadlineExceeded,
             UpstreamError::Refused(_) => false,
@@ -161,26 +162,7 @@ impl Agent {
                 ))
             })
             .collect();
-        let grpc = match config.upstream.scheme() {
-            "grpc" | "grpcs" => {
-                let service = match config.a2a_version {
-                    crate::config::A2aVersion::V03 => grpc::Service::V03,
-                    _ => grpc::Service::V10,
-                };
-                let agent = grpc::GrpcAgent::new(
-                    &config.upstream,
-                    service,
-                    (config.connect_timeout, limits.max_event_bytes),
-                    clients.clone(),
-                )
-                .map_err(|err| tls::ClientError::Build {
-                    agent: config.name.clone(),
-                    message: err.to_string(),
-                })?;
-                Some(agent)
-            }
-            _ => None,
-        };
+        let grpc = grpc_agent::client(&config, limits, &clients)?;
         Ok(Agent {
             grpc,
             configured_headers,
@@ -239,7 +221,7 @@ impl Agent {
                 .and_then(reqwest::Body::as_bytes)
                 .unwrap_or_default();
             let answer = grpc.execute(body, request.headers(), Some(idle)).await;
-            if let grpc::JsonRpcBody::Unreachable(cause) = answer.body {
+            if let a2a_grpc::JsonRpcBody::Unreachable(cause) = answer.body {
                 return Err(UpstreamError::Grpc(cause));
             }
             return Ok(StreamResponse {
@@ -250,14 +232,14 @@ impl Agent {
             });
         }
         let send = async {
-            if lean::serves(&request) {
-                let response = lean::send(&request, self.config.connect_timeout)
+            if direct::serves(&request) {
+                let response = direct::send(&request, self.config.connect_timeout)
                     .await
-                    .map_err(UpstreamError::Lean)?;
+                    .map_err(UpstreamError::Direct)?;
                 return Ok(StreamResponse {
                     status: response.status,
                     headers: response.headers,
-                    body: Box::pin(response.body.map_err(BodyError::Lean)),
+                    body: Box::pin(response.body.map_err(BodyError::Direct)),
                     handed_one_by_one: false,
                 });
             }

@@ -24,7 +24,7 @@ use crate::obs::telemetry::{CallSpan, SharedTrace};
 use crate::random::random_u64;
 use crate::upstream::answer::{Answer, Growing};
 use crate::upstream::credentials::{Refused, TokenError, says_invalid_token};
-use crate::upstream::forwarding::{Caller, upstream_headers};
+use crate::upstream::headers::{Caller, upstream_headers};
 use crate::upstream::target::{PathError, base_url, upstream_url};
 use crate::upstream::{
     Agent, OutgoingMessage, TaskCall, list_tasks_request, streaming_request, task_request,
@@ -110,10 +110,8 @@ pub async fn send(
             .and_then(reqwest::Body::as_bytes)
             .unwrap_or_default();
         let deadline = Some(agent.config.idle_timeout);
-        return Ok(grpc
-            .execute(body, request.headers(), deadline)
-            .await
-            .into_reqwest());
+        let answer = grpc.execute(body, request.headers(), deadline).await;
+        return Ok(crate::upstream::grpc_agent::as_reqwest(answer));
     }
     let spare = renewal.and_then(|_| request.try_clone());
     let response = client.execute(request).await?;

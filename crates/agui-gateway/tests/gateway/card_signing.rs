@@ -147,6 +147,7 @@ fn signatures(card: &Value) -> Vec<String> {
 }
 
 #[tokio::test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh"]
 async fn a_signed_card_is_verified_and_served_rewritten_and_signed_by_the_gateway() {
     let keys = Keys::new("signed");
     let agent = keys.agent(&[("EXTENDED_CARD", "1")]);
@@ -226,6 +227,7 @@ async fn a_signed_card_is_verified_and_served_rewritten_and_signed_by_the_gatewa
 }
 
 #[tokio::test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh"]
 async fn a_tampered_card_is_refused_under_require_and_reported_under_verify() {
     let keys = Keys::new("tampered");
     let agent = keys.agent(&[("CARD_TAMPER", "1")]);
@@ -272,6 +274,7 @@ async fn a_tampered_card_is_refused_under_require_and_reported_under_verify() {
 }
 
 #[tokio::test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh"]
 async fn an_unsigned_card_is_refused_under_require() {
     let keys = Keys::new("unsigned");
     let agent = agent_with::<&str>("python-v1", &[]);

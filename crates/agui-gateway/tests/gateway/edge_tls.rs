@@ -148,6 +148,7 @@ async fn curl_run(url: &str, protocol: &str, ca: Option<&Path>, thread: &str) ->
 }
 
 #[tokio::test]
+#[ignore = "tier 2: curl"]
 async fn curl_streams_a_run_over_http2_and_http1_with_tls_and_by_prior_knowledge() {
     let (addr, _fake) = fake_upstream().await;
     let upstream = format!("http://{addr}/");

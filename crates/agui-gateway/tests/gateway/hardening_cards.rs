@@ -53,6 +53,7 @@ fn two_agent_gateway(python: &Process, js: &Process) -> Process {
 }
 
 #[tokio::test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh"]
 async fn every_encoded_card_path_gets_the_gateways_card_or_a_404() {
     let python = agent_with("python-v1", &[("EXTENDED_CARD", "1")]);
     // @a2a-js/sdk on express: paths match in any case, with a trailing `/`.

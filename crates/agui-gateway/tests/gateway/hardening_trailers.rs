@@ -1,5 +1,5 @@
 //! Issue 37, finding 5: a gRPC agent's trailers get the header policy its
-//! answer's head gets (`forwarding::returned_headers`). A hostile agent
+//! answer's head gets (`headers::returned_headers`). A hostile agent
 //! (a bare HTTP/2 server, as a gRPC agent answers) ends every call with
 //! trailers naming what only the edge may set (cookies, CORS, HSTS,
 //! `Alt-Svc`, `Clear-Site-Data`) and hop-by-hop headers: none reaches the

@@ -17,6 +17,7 @@ mod edge_tls;
 mod failures;
 mod frameworks;
 mod framing;
+mod fuzz_corpora;
 mod grpc_upstream;
 mod hardening;
 mod hardening_answers;

@@ -279,26 +279,31 @@ fn run_cells(upstream: &str, gw: &Process) {
 }
 
 #[test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh; the AG-UI validator, tests/conformance/setup.sh"]
 fn matrix_python_a2a_sdk_1_3() {
     run_matrix("python-v1");
 }
 
 #[test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh; the AG-UI validator, tests/conformance/setup.sh"]
 fn matrix_python_a2a_sdk_0_3() {
     run_matrix("python-v03");
 }
 
 #[test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh; the AG-UI validator, tests/conformance/setup.sh"]
 fn matrix_python_a2a_sdk_1_3_grpc_1_0() {
     run_grpc_matrix("1.0");
 }
 
 #[test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh; the AG-UI validator, tests/conformance/setup.sh"]
 fn matrix_python_a2a_sdk_1_3_grpc_0_3() {
     run_grpc_matrix("0.3");
 }
 
 #[test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh; the AG-UI validator, tests/conformance/setup.sh"]
 fn matrix_js_a2a_sdk_1_3() {
     run_matrix("js-v1");
 }

@@ -8,12 +8,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use serde_json::{Value, json};
 
 pub fn repo_root() -> PathBuf {
@@ -373,38 +367,17 @@ pub fn assert_valid_run(events: &[Value]) -> &Value {
 }
 
 // ---------------------------------------------------------------------------
-// The fake upstream: what it does is chosen per request by the `X-Fake`
-// header, which the gateway forwards like any other.
+// The fake agent (`a2a-fake-agent`), fault-injecting: what it does is chosen
+// per request by the `X-Fake` header, which the gateway forwards like any
+// other.
 
-#[derive(Default)]
-pub struct FakeLog {
-    /// When each `drip` event was sent.
-    pub sent: Vec<Instant>,
-    /// When a streaming response was dropped (the connection closed).
-    pub closed: Option<Instant>,
-    /// JSON-RPC methods received.
-    pub methods: Vec<String>,
-    /// Headers of the last request.
-    pub headers: Vec<(String, String)>,
-    /// Body of the last request.
-    pub body: Value,
-}
+pub use a2a_fake_agent::{Agent as Fake, BURST, FIXED_SSE};
 
-#[derive(Clone)]
-pub struct Fake {
-    pub log: Arc<Mutex<FakeLog>>,
-    base: String,
-}
-
-impl Fake {
-    /// Waits up to `within` for the fake to have received JSON-RPC `method`.
-    pub async fn wait_for_method(&self, method: &str, within: Duration) {
-        let deadline = Instant::now() + within;
-        while !self.log.lock().unwrap().methods.iter().any(|m| m == method) {
-            assert!(Instant::now() < deadline, "the agent never got {method}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
+pub async fn fake_upstream() -> (SocketAddr, Fake) {
+    let fake = Fake::start(a2a_fake_agent::Behaviour::Faults, 0)
+        .await
+        .expect("the fake agent starts");
+    (fake.addr, fake)
 }
 
 /// A client that leaves mid-run: reads `response` until its text holds
@@ -427,168 +400,6 @@ pub async fn read_until_then_leave(response: reqwest::Response, marker: &str) ->
     }
     seen
 }
-
-/// The fixed SSE body of the `fixed` scenario: CRLF, a comment, a
-/// multi-line `data:`, an `event:` line. Passthrough must keep every byte.
-pub const FIXED_SSE: &str = ": ping - 2026-11-21 04:36:11\r\n\r\ndata: {\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{\"kind\":\"task\",\"id\":\"t1\",\"contextId\":\"c1\",\"status\":{\"state\":\"submitted\"}}}\r\n\r\ndata: {\"id\":1,\"jsonrpc\":\"2.0\",\r\ndata: \"result\":{\"kind\":\"artifact-update\",\"taskId\":\"t1\",\"contextId\":\"c1\",\"artifact\":{\"artifactId\":\"a\",\"parts\":[{\"kind\":\"text\",\"text\":\"fixed\"}]},\"lastChunk\":true}}\r\n\r\nevent: message\r\ndata: {\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{\"kind\":\"status-update\",\"taskId\":\"t1\",\"contextId\":\"c1\",\"status\":{\"state\":\"completed\"},\"final\":true}}\r\n\r\n";
-
-/// The chunks of the `burst` scenario.
-pub const BURST: usize = 200;
-
-pub async fn fake_upstream() -> (SocketAddr, Fake) {
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let fake = Fake {
-        log: Arc::default(),
-        base: format!("http://{addr}/"),
-    };
-    let app = Router::new()
-        .route("/.well-known/agent-card.json", get(fake_card))
-        .route("/", post(fake_rpc))
-        .with_state(fake.clone());
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (addr, fake)
-}
-
-async fn fake_card(State(fake): State<Fake>) -> Response {
-    axum::Json(
-        json!({ "name": "fake", "description": "fault injection", "url": fake.base,
-        "protocolVersion": "0.3.0", "capabilities": { "streaming": true } }),
-    )
-    .into_response()
-}
-
-fn sse(
-    stream: impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
-) -> Response {
-    let mut response = Response::new(Body::from_stream(stream));
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static("text/event-stream"),
-    );
-    response
-}
-
-fn frame(result: Value) -> Bytes {
-    Bytes::from(format!(
-        "data: {}\n\n",
-        json!({ "jsonrpc": "2.0", "id": 1, "result": result })
-    ))
-}
-
-fn task() -> Value {
-    json!({ "kind": "task", "id": "t1", "contextId": "c1", "status": { "state": "working" } })
-}
-
-fn chunk(text: &str) -> Value {
-    json!({ "kind": "artifact-update", "taskId": "t1", "contextId": "c1", "append": true,
-        "artifact": { "artifactId": "a", "parts": [{ "kind": "text", "text": text }] } })
-}
-
-/// Notes when the response stream is dropped, i.e. the connection closed.
-struct DropFlag(Arc<Mutex<FakeLog>>);
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        if let Ok(mut log) = self.0.lock() {
-            log.closed = Some(Instant::now());
-        }
-    }
-}
-
-async fn fake_rpc(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) -> Response {
-    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    {
-        let mut log = fake.log.lock().expect("log");
-        log.methods
-            .push(request["method"].as_str().unwrap_or("").to_owned());
-        log.body = request.clone();
-        log.headers = headers
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_owned()))
-            .collect();
-    }
-    if request["method"] == "tasks/cancel" {
-        return axum::Json(
-            json!({ "jsonrpc": "2.0", "id": request["id"], "result": { "kind": "task", "id": "t1",
-            "contextId": "c1", "status": { "state": "canceled" } } }),
-        )
-        .into_response();
-    }
-    let scenario = headers
-        .get("x-fake")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("fixed")
-        .to_owned();
-    let ok = |b: Bytes| Ok::<_, std::io::Error>(b);
-    match scenario.as_str() {
-        "fixed" => sse(futures::stream::iter([ok(Bytes::from_static(FIXED_SSE.as_bytes()))])),
-        "http500" => (StatusCode::INTERNAL_SERVER_ERROR, "internal failure in the agent").into_response(),
-        // A head, then a body that fails before its first byte (as a2a-sdk
-        // 0.3's REST subscribe to a finished task does).
-        "fail-at-once" => sse(futures::stream::once(async {
-            // Pending once, so hyper flushes this fake's own head; the cut
-            // follows at once, arriving with the head as the SDK's does.
-            tokio::task::yield_now().await;
-            Err(std::io::Error::other("cut before the first byte"))
-        })),
-        "json-error" => axum::Json(json!({ "jsonrpc": "2.0", "id": 1, "error": { "code": -32001, "message": "Task not found" } })).into_response(),
-        "drop" => sse(futures::stream::iter([
-            ok(frame(task())),
-            ok(frame(chunk("half an ans"))),
-            Err(std::io::Error::other("connection reset by the fake")),
-        ])),
-        "stall" => sse(futures::stream::iter([ok(frame(task()))]).chain(futures::stream::once(async move {
-            tokio::time::sleep(Duration::from_secs(30)).await;
-            ok(Bytes::new())
-        }))),
-        "oversized" => sse(futures::stream::iter([ok(frame(task())), ok(frame(chunk(&"x".repeat(5000))))])),
-        "silent" => sse(futures::stream::iter([ok(frame(task()))]).chain(futures::stream::once(async move {
-            tokio::time::sleep(Duration::from_millis(2500)).await;
-            ok(frame(json!({ "kind": "status-update", "taskId": "t1", "contextId": "c1", "status": { "state": "completed" }, "final": true })))
-        }))),
-        // 200 chunks back to back, then the end: what batching is for.
-        "burst" => {
-            let chunks = (1..=BURST).map(move |i| ok(frame(chunk(&format!("[{i}]")))));
-            let end = json!({ "kind": "status-update", "taskId": "t1", "contextId": "c1", "status": { "state": "completed" }, "final": true });
-            sse(futures::stream::iter(
-                std::iter::once(ok(frame(task()))).chain(chunks).chain([ok(frame(end))]),
-            ))
-        }
-        "drip" | "endless" => {
-            let count = if scenario == "drip" { 8 } else { 150 };
-            let log = fake.log.clone();
-            let flag = DropFlag(fake.log.clone());
-            let stream = futures::stream::unfold((0usize, log, flag), move |(i, log, flag)| async move {
-                if i > count {
-                    return None;
-                }
-                if i > 0 {
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-                let event = if i == 0 {
-                    task()
-                } else if i == count {
-                    json!({ "kind": "status-update", "taskId": "t1", "contextId": "c1", "status": { "state": "completed" }, "final": true })
-                } else {
-                    chunk(&format!("[{i}]"))
-                };
-                if let Ok(mut log) = log.lock() {
-                    log.sent.push(Instant::now());
-                }
-                Some((ok(frame(event)), (i + 1, log, flag)))
-            });
-            sse(stream)
-        }
-        other => (StatusCode::BAD_REQUEST, format!("unknown X-Fake scenario {other}")).into_response(),
-    }
-}
-
-use futures::StreamExt as _;
 
 // ---------------------------------------------------------------------------
 // A loopback TCP proxy a test can cut: every connection open at the time of

@@ -192,6 +192,7 @@ async fn user_token(authz: &Process, user: &str) -> String {
 }
 
 #[tokio::test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh"]
 async fn one_client_credentials_token_serves_every_client_and_fifty_concurrent_runs() {
     let authz = authz(300);
     let agent = guarded_agent(&authz, &[]);
@@ -243,6 +244,7 @@ async fn one_client_credentials_token_serves_every_client_and_fifty_concurrent_r
 }
 
 #[tokio::test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh"]
 async fn a_refused_token_is_renewed_once_and_an_expiring_one_before_it_ends() {
     let authz = authz(10);
     let agent = guarded_agent(&authz, &[("REJECT_FIRST_TOKENS", "1".to_owned())]);
@@ -271,6 +273,7 @@ async fn a_refused_token_is_renewed_once_and_an_expiring_one_before_it_ends() {
 }
 
 #[tokio::test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh"]
 async fn an_agent_that_refuses_every_token_gets_one_retry_then_the_run_fails_upstream() {
     let authz = authz(300);
     let agent = guarded_agent(&authz, &[]);
@@ -294,6 +297,7 @@ async fn an_agent_that_refuses_every_token_gets_one_retry_then_the_run_fails_ups
 }
 
 #[tokio::test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh"]
 async fn the_card_names_the_token_url_only_on_an_allowed_origin() {
     let authz = authz(300);
     let token_url = format!("{}/token", authz.url());
@@ -331,6 +335,7 @@ async fn the_card_names_the_token_url_only_on_an_allowed_origin() {
 }
 
 #[tokio::test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh"]
 async fn a_token_exchange_sends_the_agent_the_caller_as_subject_never_the_callers_token() {
     let authz = authz(300);
     let agent = guarded_agent(&authz, &[]);
@@ -390,6 +395,7 @@ async fn a_token_exchange_sends_the_agent_the_caller_as_subject_never_the_caller
 }
 
 #[tokio::test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh"]
 async fn bad_credentials_are_reported_per_agent_and_no_secret_leaks() {
     let authz = authz(300);
     let agent = guarded_agent(&authz, &[]);

@@ -179,6 +179,7 @@ fn https(agent: &Process) -> String {
 }
 
 #[tokio::test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh"]
 async fn an_agent_wanting_a_client_certificate_is_reached_with_it_and_refused_without() {
     let pki = Pki::new("mutual");
     let agent = pki.agent(true);
@@ -215,6 +216,7 @@ async fn an_agent_wanting_a_client_certificate_is_reached_with_it_and_refused_wi
 /// the CA alone the handshake is refused and the run says so on the
 /// upstream side; with neither, the agent's certificate is not trusted.
 #[tokio::test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh"]
 async fn a_grpcs_agent_wanting_a_client_certificate_is_reached_with_it_and_refused_without() {
     let pki = Pki::new("grpcs");
     let agent = pki.grpc_agent(true);
@@ -252,6 +254,7 @@ async fn a_grpcs_agent_wanting_a_client_certificate_is_reached_with_it_and_refus
 }
 
 #[tokio::test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh"]
 async fn a_private_ca_is_trusted_from_the_global_bundle_and_only_then() {
     let pki = Pki::new("private-ca");
     let agent = pki.agent(false);

@@ -1,0 +1,263 @@
+//! One run's log: its chunks as written, with their first and last frame
+//! numbers, its listeners, a watch of its last frame, and its stop signal.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::Shared;
+use crate::error::ResumeError;
+use crate::frame::frame_start;
+use crate::identity::RunIdentity;
+
+/// One run's frames and who listens to them.
+pub struct RunLog {
+    pub(super) key: String,
+    pub(super) identity: RunIdentity,
+    journal: Weak<Shared>,
+    pub(super) state: Mutex<LogState>,
+    /// The number of the last frame appended; a change wakes followers.
+    last: watch::Sender<u64>,
+    /// The run's A2A task, once the agent named it (what a stop cancels).
+    task: Mutex<Option<String>>,
+    /// Cancelled when the client stops the run (`request_stop`).
+    stopper: Mutex<Option<CancellationToken>>,
+}
+
+pub(super) struct LogState {
+    pub(super) chunks: VecDeque<Chunk>,
+    pub(super) bytes: usize,
+    /// The number of the first frame still kept.
+    pub(super) first: u64,
+    pub(super) last: u64,
+    pub(super) finished_at: Option<Instant>,
+    listeners: usize,
+    last_left: Instant,
+    /// In the index and counted in its total; an evicted run that still
+    /// runs keeps its own bound (`max_run_bytes`) only.
+    pub(super) counted: bool,
+}
+
+/// What the converter wrote for one upstream read: frames `first..=last`.
+pub(super) struct Chunk {
+    first: u64,
+    last: u64,
+    bytes: Bytes,
+}
+
+/// Frames read from a log.
+pub struct Slice {
+    pub frames: Vec<Bytes>,
+    /// The number of the last frame in `frames` (or the cursor, if none).
+    pub last: u64,
+    /// Nothing will follow: the run wrote its terminal event.
+    pub finished: bool,
+}
+
+impl LogState {
+    /// Drops the oldest chunks (never the last) until at most `keep`
+    /// bytes are held.
+    pub(super) fn trim_to(&mut self, keep: usize) {
+        while self.bytes > keep && self.chunks.len() > 1 {
+            if let Some(chunk) = self.chunks.pop_front() {
+                self.bytes -= chunk.bytes.len();
+                self.first = chunk.last + 1;
+            }
+        }
+    }
+}
+
+impl RunLog {
+    pub(super) fn new(key: String, identity: RunIdentity, journal: Weak<Shared>) -> Arc<RunLog> {
+        Arc::new(RunLog {
+            key,
+            identity,
+            journal,
+            state: Mutex::new(LogState {
+                chunks: VecDeque::new(),
+                bytes: 0,
+                first: 1,
+                last: 0,
+                finished_at: None,
+                listeners: 1,
+                last_left: Instant::now(),
+                counted: true,
+            }),
+            last: watch::channel(0).0,
+            task: Mutex::new(None),
+            stopper: Mutex::new(None),
+        })
+    }
+
+    /// The agent named the run's task (its thread keeps it too).
+    pub fn note_task(&self, task: &str) {
+        if let Ok(mut slot) = self.task.lock() {
+            slot.get_or_insert_with(|| task.to_owned());
+        }
+        if let (Some(thread), Some(journal)) = (&self.identity.thread, self.journal.upgrade())
+            && let Ok(mut index) = journal.index.lock()
+        {
+            index.threads.note_task(&thread.thread, task);
+        }
+    }
+
+    /// Asks the run to end now (its client stopped it): `false` when it
+    /// has ended, or nothing relays it.
+    pub fn request_stop(&self) -> bool {
+        if self.is_finished() {
+            return false;
+        }
+        let Ok(stopper) = self.stopper.lock() else {
+            return false;
+        };
+        match stopper.as_ref() {
+            Some(token) if !token.is_cancelled() => {
+                token.cancel();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// What ends the run when its client stops it (`request_stop`).
+    pub fn set_stopper(&self, token: CancellationToken) {
+        if let Ok(mut stopper) = self.stopper.lock() {
+            *stopper = Some(token);
+        }
+    }
+
+    pub fn task(&self) -> Option<String> {
+        self.task.lock().ok().and_then(|slot| slot.clone())
+    }
+
+    /// A log in no journal, keeping no frames: the listeners of a run
+    /// whose frames live elsewhere (a run taken over, kept in Redis).
+    pub fn standalone(key: String, identity: RunIdentity) -> Arc<RunLog> {
+        RunLog::new(key, identity, Weak::new())
+    }
+
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    pub fn identity(&self) -> &RunIdentity {
+        &self.identity
+    }
+
+    /// The bytes of the input messages kept with the run.
+    pub(super) fn input_bytes(&self) -> usize {
+        self.identity.thread.as_ref().map_or(0, |t| t.input.len())
+    }
+
+    /// What the converter wrote for one upstream read: frames up to
+    /// number `last`, the run's terminal event among them if `terminal`.
+    pub fn append(&self, last: u64, bytes: Bytes, terminal: bool) {
+        let Some(journal) = self.journal.upgrade() else {
+            return;
+        };
+        let total = {
+            let Ok(mut state) = self.state.lock() else {
+                return;
+            };
+            if terminal {
+                state.finished_at = Some(Instant::now());
+            }
+            let before = state.bytes;
+            if last > state.last {
+                let first = state.last + 1;
+                state.bytes += bytes.len();
+                state.chunks.push_back(Chunk { first, last, bytes });
+                state.last = last;
+            }
+            state.trim_to(journal.limits.max_run_bytes);
+            if state.counted {
+                journal.adjust(before, state.bytes)
+            } else {
+                0
+            }
+        };
+        self.last.send_replace(last);
+        if total > journal.limits.max_bytes {
+            journal.make_room(self);
+        }
+    }
+
+    /// The run ended without writing its terminal event (the process is
+    /// going away): followers stop waiting.
+    pub fn close(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.finished_at.get_or_insert_with(Instant::now);
+        }
+        self.last.send_modify(|_| {});
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.state
+            .lock()
+            .map_or(true, |state| state.finished_at.is_some())
+    }
+
+    pub(super) fn expired(&self, ttl: Duration) -> bool {
+        self.state.lock().map_or(true, |state| {
+            state.finished_at.is_some_and(|at| at.elapsed() >= ttl)
+        })
+    }
+
+    /// The frames after number `after`, from the first kept one on.
+    pub fn read_after(&self, after: u64) -> Result<Slice, ResumeError> {
+        let state = self.state.lock().map_err(|_| ResumeError::Unknown)?;
+        if after > state.last {
+            // An id this run never wrote.
+            return Err(ResumeError::Unknown);
+        }
+        if after < state.last && after + 1 < state.first {
+            return Err(ResumeError::TooOld);
+        }
+        let mut frames = Vec::new();
+        for chunk in state.chunks.iter().filter(|c| c.last > after) {
+            if chunk.first > after {
+                frames.push(chunk.bytes.clone());
+                continue;
+            }
+            let start =
+                frame_start(&chunk.bytes, &self.key, after + 1).ok_or(ResumeError::TooOld)?;
+            frames.push(chunk.bytes.slice(start..));
+        }
+        Ok(Slice {
+            frames,
+            last: state.last.max(after),
+            finished: state.finished_at.is_some(),
+        })
+    }
+
+    pub fn watch(&self) -> watch::Receiver<u64> {
+        self.last.subscribe()
+    }
+
+    /// A client started following the run.
+    pub fn attach(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.listeners += 1;
+        }
+    }
+
+    /// A client stopped following the run.
+    pub fn detach(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.listeners = state.listeners.saturating_sub(1);
+            if state.listeners == 0 {
+                state.last_left = Instant::now();
+            }
+        }
+    }
+
+    /// When a run nobody follows is given up (`None` while someone does).
+    pub fn abandon_at(&self, grace: Duration) -> Option<Instant> {
+        let state = self.state.lock().ok()?;
+        (state.listeners == 0).then(|| state.last_left + grace)
+    }
+}

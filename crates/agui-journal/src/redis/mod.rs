@@ -1,0 +1,511 @@
+//! The shared journal: converted runs in Redis, so that any replica can
+//! serve a reconnect, and a replica can take over a run whose holder died.
+//!
+//! Keys (all under `agui-gateway:`, all with a TTL):
+//! - `run:{key}` hash: the owner digest, the run's spec (what another
+//!   replica needs to rebuild it: agent, converter options, format, id tag,
+//!   the forwarded headers), its thread, `done` once it ended.
+//! - `run:{key}:log` stream: one entry per chunk written, id `0-<last frame
+//!   number>` (so an append is also a check that it is the next), fields
+//!   `f` (first frame number), `o` (the frames), `i` (the converter input
+//!   that produced them, `InputOps`), `t` (`1` on the terminal chunk).
+//! - `lease:{key}`: the replica holding the run's upstream connection,
+//!   `PX` renewed every `RENEW_EVERY`; when it lapses (the holder died), a
+//!   replica serving a reconnect may take the run over.
+//! - `thread:{ref}` list: `run_id\tkey`, newest first, for `connect`.
+//! - `thread:{ref}:info` hash: the thread's id as the client wrote it (at
+//!   most 1 KiB: `agui::bounds`), when it started and last ran, the key
+//!   of the list it is shown in (field `shelf`, its name since before
+//!   `ThreadListKey`); `thread:{ref}:tasks` list: the A2A tasks its runs
+//!   named; `threads:{list key}` sorted set: a caller's threads with an agent by last
+//!   run (for a thread list). These outlive the runs, for
+//!   `journal_thread_ttl_secs` after the last (`JournalLimits::
+//!   thread_lifetime`): a replay then asks the agent for the tasks.
+//! - `journal:runs`, `journal:sizes`, `journal:bytes`, `journal:threads`:
+//!   what keeps the journal within `journal_max_bytes` and its threads
+//!   within `MAX_THREADS` (`scripts`).
+//! - `run:{key}` also holds `input`: the run's input messages, and `stop`
+//!   once a client asked, on any replica, that the run stop.
+//!
+//! Redis holds the run's forwarded headers (the user's credentials, as
+//! the forwarding policy lets them through) for the length of the run plus
+//! `journal_ttl_secs`: the takeover needs them to call the agent.
+
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
+use redis::{AsyncConnectionConfig, Client, RedisError, Value as RedisValue};
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+mod entries;
+mod scripts;
+mod threads;
+
+pub use self::entries::Entry;
+use self::entries::parse_entries;
+use self::scripts::Scripts;
+use crate::config::JournalLimits;
+use crate::identity::{Owner, RunIdentity, ThreadListKey, ThreadRef};
+use crate::threads::{MAX_LISTED, MAX_THREADS, TASKS_PER_THREAD, unix_ms};
+
+const PREFIX: &str = "agui-gateway:";
+/// How long a lease holds without renewal.
+pub const LEASE: Duration = Duration::from_secs(5);
+/// How often the holder renews its lease (and its run's keys' TTL).
+pub const RENEW_EVERY: Duration = Duration::from_millis(1500);
+/// A live run's keys expire this long after the last renewal.
+const LIVE_TTL: Duration = Duration::from_secs(120);
+/// Runs remembered per thread for `connect`.
+const RUNS_PER_THREAD: isize = crate::threads::RUNS_PER_THREAD as isize;
+/// How long a follower's blocking read waits before it looks at the lease.
+pub const BLOCK: Duration = Duration::from_secs(1);
+/// Entries one read returns at most.
+const READ_COUNT: usize = 64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SharedError {
+    #[error("the shared journal (Redis) failed: {0}")]
+    Redis(#[from] RedisError),
+    #[error("the shared journal holds a malformed run: {0}")]
+    Malformed(&'static str),
+    #[error("the shared journal is full (journal_max_bytes) with runs still going")]
+    Full,
+}
+
+/// What another replica needs to rebuild a run's converter and call its
+/// agent: the converter options, the output format, the id tag, the
+/// forwarded headers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunSpec {
+    pub agent: String,
+    pub thread_id: Option<String>,
+    pub run_id: Option<String>,
+    pub interrupts: bool,
+    pub v1: bool,
+    pub client_tools: Vec<String>,
+    pub state: Option<serde_json::Value>,
+    pub format: String,
+    pub id_tag: String,
+    pub headers: Vec<(String, String)>,
+}
+
+/// A run as another replica finds it.
+#[derive(Clone)]
+pub struct RemoteRun {
+    pub key: String,
+    pub owner: Owner,
+    pub spec: RunSpec,
+    pub done: bool,
+    /// The run's A2A task, once its holder learned it.
+    pub task: Option<String>,
+}
+
+pub struct RedisJournal {
+    client: Client,
+    manager: ConnectionManager,
+    /// This replica's id (the gateway id): the lease's value.
+    replica: String,
+    limits: JournalLimits,
+    scripts: Scripts,
+}
+
+/// What a lease renewal found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renewal {
+    Held,
+    /// Held, and a client asked (on any replica) that the run stop.
+    StopAsked,
+    /// The lease is no longer this replica's.
+    Lost,
+}
+
+/// One chunk to append: frames `first..=last`.
+#[derive(Debug, Clone, Copy)]
+pub struct Chunk<'a> {
+    pub first: u64,
+    pub last: u64,
+    pub out: &'a [u8],
+    /// The converter input that produced them (`InputOp`s).
+    pub input: &'a [u8],
+    /// The run's terminal event is among them.
+    pub terminal: bool,
+    /// The run's A2A task, when just learned.
+    pub task: Option<&'a str>,
+}
+
+/// What an append came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Appended {
+    Written,
+    /// The lease is another replica's (this one was too slow to renew it,
+    /// and the run was taken over): this replica must stop writing.
+    NotHolder,
+    /// The entry does not start right after the stream's last one.
+    OutOfOrder,
+    /// The journal has no room for it (`journal_max_bytes`, every older
+    /// run still going), or the run is gone from it.
+    NoRoom,
+}
+
+fn run_key(key: &str) -> String {
+    format!("{PREFIX}run:{key}")
+}
+
+fn log_key(key: &str) -> String {
+    format!("{PREFIX}run:{key}:log")
+}
+
+fn lease_key(key: &str) -> String {
+    format!("{PREFIX}lease:{key}")
+}
+
+fn thread_key(thread: &ThreadRef) -> String {
+    format!("{PREFIX}thread:{}", thread.to_hex())
+}
+
+fn thread_tasks_key(thread: &ThreadRef) -> String {
+    format!("{PREFIX}thread:{}:tasks", thread.to_hex())
+}
+
+fn thread_list_key(list: &ThreadListKey) -> String {
+    format!("{PREFIX}threads:{}", list.to_hex())
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The longest a thread's keys are kept, whatever the configuration says
+/// (Redis refuses an expiry past its clock's range).
+const LONGEST_THREAD: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
+impl RedisJournal {
+    /// How long the journal's bookkeeping lives after its last write: as
+    /// long as any run it counts.
+    fn keep(&self) -> u64 {
+        millis(LIVE_TTL.saturating_add(self.limits.ttl))
+    }
+
+    /// How long a thread's keys live after its last run, in ms.
+    fn thread_lifetime(&self) -> u64 {
+        millis(self.limits.thread_lifetime().min(LONGEST_THREAD))
+    }
+}
+
+impl RedisJournal {
+    /// Connects (and checks the connection), so that a wrong URL fails at
+    /// startup rather than at the first run.
+    pub async fn connect(
+        url: &Url,
+        replica: String,
+        limits: &JournalLimits,
+    ) -> Result<RedisJournal, SharedError> {
+        let client = Client::open(url.as_str())?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(2)))
+            .set_response_timeout(Some(Duration::from_secs(2)))
+            .set_number_of_retries(2);
+        let mut manager = client.get_connection_manager_with_config(config).await?;
+        let _: String = redis::cmd("PING").query_async(&mut manager).await?;
+        Ok(RedisJournal {
+            client,
+            manager,
+            replica,
+            limits: *limits,
+            scripts: Scripts::new(),
+        })
+    }
+
+    fn conn(&self) -> ConnectionManager {
+        self.manager.clone()
+    }
+
+    /// A connection of its own for a follower's blocking reads: a blocking
+    /// command holds up every other command on its connection.
+    pub async fn tail_connection(&self) -> Result<MultiplexedConnection, SharedError> {
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(2)))
+            .set_response_timeout(Some(BLOCK + Duration::from_secs(2)));
+        Ok(self
+            .client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?)
+    }
+
+    /// A new run, held by this replica, counted in the journal's bytes;
+    /// `Full` when there is no room for it (it is not shared).
+    pub async fn open(
+        &self,
+        key: &str,
+        identity: &RunIdentity,
+        spec: &RunSpec,
+    ) -> Result<(), SharedError> {
+        let spec = serde_json::to_string(spec).map_err(|_| SharedError::Malformed("spec"))?;
+        let owner = identity.owner.to_hex();
+        let input = identity.thread.as_ref().map(|t| t.input.as_ref());
+        let cost =
+            scripts::run_cost(&[owner.as_bytes(), spec.as_bytes(), input.unwrap_or_default()]);
+        let mut invocation = self.scripts.open.key(run_key(key));
+        invocation
+            .key(lease_key(key))
+            .arg(key)
+            .arg(&self.replica)
+            .arg(owner)
+            .arg(spec)
+            .arg(millis(LEASE))
+            .arg(millis(LIVE_TTL))
+            .arg(self.keep())
+            .arg(self.limits.max_bytes)
+            .arg(cost);
+        if let Some(thread) = &identity.thread {
+            invocation
+                .arg(thread.input.as_ref())
+                .arg(thread.thread.to_hex())
+                .arg(thread.list.to_hex())
+                .arg(format!("{}\t{key}", thread.run_id))
+                .arg(&thread.id)
+                .arg(unix_ms())
+                .arg(self.thread_lifetime())
+                .arg(RUNS_PER_THREAD)
+                .arg(MAX_LISTED)
+                .arg(MAX_THREADS);
+        }
+        let opened: i64 = invocation.invoke_async(&mut self.conn()).await?;
+        if opened == 1 {
+            Ok(())
+        } else {
+            Err(SharedError::Full)
+        }
+    }
+
+    /// Frames written (and the input that produced them), before any
+    /// client has them, by the lease holder only and in order; on the
+    /// terminal chunk the run is marked done, its keys get the finished
+    /// run's TTL and the lease goes.
+    pub async fn append(&self, key: &str, chunk: Chunk<'_>) -> Result<Appended, SharedError> {
+        let Chunk {
+            first,
+            last,
+            out,
+            input,
+            terminal,
+            task,
+        } = chunk;
+        let outcome: i64 = self
+            .scripts
+            .append
+            .key(lease_key(key))
+            .key(log_key(key))
+            .key(run_key(key))
+            .arg(&self.replica)
+            .arg(first)
+            .arg(last)
+            .arg(out)
+            .arg(input)
+            .arg(u8::from(terminal))
+            .arg(millis(self.limits.ttl))
+            .arg(millis(LIVE_TTL))
+            .arg(task.unwrap_or(""))
+            .arg(key)
+            .arg(self.limits.max_bytes)
+            .arg(scripts::entry_cost(&[
+                out,
+                input,
+                task.unwrap_or("").as_bytes(),
+            ]))
+            .arg(self.keep())
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(match outcome {
+            1 => Appended::Written,
+            0 => Appended::NotHolder,
+            -2 => Appended::NoRoom,
+            _ => Appended::OutOfOrder,
+        })
+    }
+
+    /// The run stops being shared (Redis failed for it, or it outgrew its
+    /// bound): other replicas no longer find it (`find` says `None`), and
+    /// its lease goes so that nobody takes over a run that goes on here.
+    pub async fn unshare(&self, key: &str) -> Result<(), SharedError> {
+        let _: i64 = self
+            .scripts
+            .unshare
+            .key(run_key(key))
+            .invoke_async(&mut self.conn())
+            .await?;
+        self.release(key).await
+    }
+
+    /// The number of the last frame written (0 for none).
+    pub async fn last_frame(
+        connection: &mut MultiplexedConnection,
+        key: &str,
+    ) -> Result<u64, SharedError> {
+        let reply: RedisValue = redis::cmd("XREVRANGE")
+            .arg(log_key(key))
+            .arg("+")
+            .arg("-")
+            .arg("COUNT")
+            .arg(1)
+            .query_async(connection)
+            .await?;
+        Ok(parse_entries(reply)?.first().map_or(0, |entry| entry.last))
+    }
+
+    /// Keeps the lease (and the run's keys, its thread's list too), and
+    /// says whether a stop was asked.
+    pub async fn renew(
+        &self,
+        key: &str,
+        thread: Option<&ThreadRef>,
+    ) -> Result<Renewal, SharedError> {
+        let mut invocation = self.scripts.renew.key(lease_key(key));
+        invocation.key(run_key(key)).key(log_key(key));
+        if let Some(thread) = thread {
+            invocation.key(thread_key(thread));
+        }
+        let held: i64 = invocation
+            .arg(&self.replica)
+            .arg(millis(LEASE))
+            .arg(millis(LIVE_TTL))
+            .arg(self.keep())
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(match held {
+            1 => Renewal::Held,
+            2 => Renewal::StopAsked,
+            _ => Renewal::Lost,
+        })
+    }
+
+    /// Asks the replica holding run `key` to stop it (it reads this when
+    /// it next renews the lease, within `RENEW_EVERY`); false when the run
+    /// is unknown or over.
+    pub async fn request_stop(&self, key: &str) -> Result<bool, SharedError> {
+        let asked: i64 = self
+            .scripts
+            .stop
+            .key(run_key(key))
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(asked == 1)
+    }
+
+    pub async fn release(&self, key: &str) -> Result<(), SharedError> {
+        let _: i64 = self
+            .scripts
+            .release
+            .key(lease_key(key))
+            .arg(&self.replica)
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// Takes the lease of a run whose holder let it lapse.
+    pub async fn take_over(&self, key: &str) -> Result<bool, SharedError> {
+        let taken: Option<String> = redis::cmd("SET")
+            .arg(lease_key(key))
+            .arg(&self.replica)
+            .arg("NX")
+            .arg("PX")
+            .arg(millis(LEASE))
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(taken.is_some())
+    }
+
+    pub async fn is_leased(&self, key: &str) -> Result<bool, SharedError> {
+        let exists: i64 = redis::cmd("EXISTS")
+            .arg(lease_key(key))
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(exists == 1)
+    }
+
+    /// The run an event id names, as stored.
+    pub async fn find(&self, key: &str) -> Result<Option<RemoteRun>, SharedError> {
+        let fields: std::collections::HashMap<String, Vec<u8>> = redis::cmd("HGETALL")
+            .arg(run_key(key))
+            .query_async(&mut self.conn())
+            .await?;
+        if fields.is_empty() || fields.contains_key("unshared") {
+            return Ok(None);
+        }
+        let text = |name: &str| {
+            fields
+                .get(name)
+                .and_then(|v| std::str::from_utf8(v).ok())
+                .ok_or(SharedError::Malformed("a field is missing"))
+        };
+        let owner = Owner::from_hex(text("owner")?).ok_or(SharedError::Malformed("owner"))?;
+        let spec =
+            serde_json::from_str(text("spec")?).map_err(|_| SharedError::Malformed("spec"))?;
+        Ok(Some(RemoteRun {
+            key: key.to_owned(),
+            owner,
+            spec,
+            done: fields.contains_key("done"),
+            task: text("task").ok().map(str::to_owned),
+        }))
+    }
+
+    /// Entries after frame `after`'s entry id (exclusive), at most
+    /// `READ_COUNT`; with `block`, waits that long for one.
+    pub async fn read_after(
+        connection: &mut MultiplexedConnection,
+        key: &str,
+        after: u64,
+        block: Option<Duration>,
+    ) -> Result<Vec<Entry>, SharedError> {
+        let reply: RedisValue = match block {
+            Some(block) => {
+                redis::cmd("XREAD")
+                    .arg("COUNT")
+                    .arg(READ_COUNT)
+                    .arg("BLOCK")
+                    .arg(millis(block))
+                    .arg("STREAMS")
+                    .arg(log_key(key))
+                    .arg(format!("0-{after}"))
+                    .query_async(connection)
+                    .await?
+            }
+            None => {
+                redis::cmd("XRANGE")
+                    .arg(log_key(key))
+                    .arg(format!("(0-{after}"))
+                    .arg("+")
+                    .arg("COUNT")
+                    .arg(READ_COUNT)
+                    .query_async(connection)
+                    .await?
+            }
+        };
+        let entries = match block {
+            // XREAD: [[stream, [entries…]]], or nil on timeout.
+            Some(_) => match reply {
+                RedisValue::Array(mut streams) if !streams.is_empty() => match streams.remove(0) {
+                    RedisValue::Array(mut pair) if pair.len() == 2 => pair.remove(1),
+                    _ => return Err(SharedError::Malformed("XREAD reply")),
+                },
+                _ => return Ok(Vec::new()),
+            },
+            None => reply,
+        };
+        parse_entries(entries)
+    }
+
+    /// Every entry of a run, for a takeover's rebuild.
+    pub async fn all_entries(&self, key: &str) -> Result<Vec<Entry>, SharedError> {
+        let reply: RedisValue = redis::cmd("XRANGE")
+            .arg(log_key(key))
+            .arg("-")
+            .arg("+")
+            .query_async(&mut self.conn())
+            .await?;
+        parse_entries(reply)
+    }
+}
