@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Checks that each crate's module import graph has no cycle.
+"""Checks that the crates, and each crate's module import graph, have no cycle.
 
-Two levels are checked, as a reader walks the code:
+Three levels are checked, as a reader walks the code:
+- the workspace's crates, joined by their `Cargo.toml` dependencies on each
+  other (dev-dependencies too: Cargo allows a cycle through them);
 - the crate's top-level modules (`src/foo.rs` or `src/foo/`), joined by
   every `crate::foo` path in their files;
 - the children of each directory module, joined by `super::sibling` paths
@@ -15,6 +17,7 @@ Prints each graph as `module -> deps`, then every cycle found (exit 1), or
 import pathlib
 import re
 import sys
+import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CRATES = sorted(p for p in (ROOT / "crates").iterdir() if (p / "src").is_dir())
@@ -80,6 +83,19 @@ def directory_graphs(src):
     return graphs
 
 
+def crate_graph():
+    """Each crate's dependencies on the workspace's other crates."""
+    manifests = {}
+    for crate in CRATES:
+        manifest = tomllib.loads((crate / "Cargo.toml").read_text(encoding="utf-8"))
+        manifests[manifest["package"]["name"]] = manifest
+    tables = ("dependencies", "dev-dependencies", "build-dependencies")
+    return {
+        name: {d for t in tables for d in manifest.get(t, {}) if d in manifests and d != name}
+        for name, manifest in manifests.items()
+    }
+
+
 def cycles(graph):
     """Every elementary cycle's node set, found by DFS back edges."""
     found = []
@@ -114,18 +130,19 @@ def main():
     self_test()
     quiet = "--quiet" in sys.argv
     bad = 0
+    graphs = {"crates": crate_graph()}
     for crate in CRATES:
         src = crate / "src"
-        graphs = {str(src.relative_to(ROOT)): top_level_graph(src)}
+        graphs[str(src.relative_to(ROOT))] = top_level_graph(src)
         graphs.update(directory_graphs(src))
-        for where, graph in graphs.items():
-            if not quiet:
-                print(f"{where}:")
-                for node in sorted(graph):
-                    print(f"  {node} -> {', '.join(sorted(graph[node])) or '-'}")
-            for cycle in cycles(graph):
-                bad += 1
-                print(f"CYCLE in {where}: {' -> '.join(cycle)}")
+    for where, graph in graphs.items():
+        if not quiet:
+            print(f"{where}:")
+            for node in sorted(graph):
+                print(f"  {node} -> {', '.join(sorted(graph[node])) or '-'}")
+        for cycle in cycles(graph):
+            bad += 1
+            print(f"CYCLE in {where}: {' -> '.join(cycle)}")
     print("no cycles" if bad == 0 else f"{bad} cycle(s)")
     return 1 if bad else 0
 

@@ -5,6 +5,7 @@
 
 use agui_gateway::agui::input::Upstream;
 use agui_gateway::agui::read_run_input;
+use agui_gateway::http::error::ApiError;
 use agui_gateway::http::negotiate::{Negotiated, negotiate};
 use axum::http::Method;
 
@@ -20,7 +21,10 @@ pub fn check(data: &[u8]) {
                 assert!(then.is_none_or(|m| !m.parts.is_empty()));
             }
         },
-        Err(err) => assert!(err.status.is_client_error(), "{err:?}"),
+        Err(err) => {
+            let answer = ApiError::from(err);
+            assert!(answer.status.is_client_error(), "{answer:?}");
+        }
     }
     for (method, path) in [
         (Method::POST, "/"),

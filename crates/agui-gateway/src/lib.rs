@@ -5,7 +5,6 @@
 
 pub mod agui;
 pub mod config;
-pub mod edge;
 pub mod http;
 pub mod obs;
 pub mod random;

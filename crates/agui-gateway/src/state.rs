@@ -5,6 +5,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use a2a_agui::{ErrorCode, MAX_ID_BYTES};
+use agui_edge::auth::{AuthSetupError, Authenticator, FetchLimits};
+use agui_edge::ratelimit::RateLimiter;
 use agui_journal::redis::RedisJournal;
 use agui_journal::replays::Replays;
 use agui_journal::{MemoryJournal, ThreadRef};
@@ -12,8 +14,6 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::edge::auth::{AuthSetupError, Authenticator};
-use crate::edge::ratelimit::RateLimiter;
 use crate::obs::metrics::Metrics;
 use crate::upstream::Agent;
 
@@ -124,7 +124,13 @@ impl AppState {
         }
         Ok(AppState {
             streams: Arc::new(Semaphore::new(config.limits.max_streams)),
-            auth: Authenticator::load(&config.auth, &config.limits)?,
+            auth: Authenticator::load(
+                &config.auth,
+                FetchLimits {
+                    timeout: config.limits.card_timeout,
+                    max_bytes: config.limits.max_card_bytes,
+                },
+            )?,
             rate_limit: config.rate_limit.map(RateLimiter::new),
             config,
             agents,

@@ -9,10 +9,10 @@
 //! run id is kept per thread and sent in the JSON-RPC id; a tool name is
 //! compared on every call the agent makes.
 
-use a2a_agui::{ErrorCode, MAX_ID_BYTES};
+use a2a_agui::MAX_ID_BYTES;
 use serde_json::Value;
 
-use crate::edge::error::{ApiError, bounded_id};
+use super::InputError;
 
 /// The most entries of one list (messages, tools, context, `resume`, the
 /// tool calls of all messages). Clients send a thread's whole history with
@@ -22,10 +22,31 @@ use crate::edge::error::{ApiError, bounded_id};
 /// value and a check however small it is.
 pub const MAX_ENTRIES: usize = 65_536;
 
+/// An identifier the client sent is longer than [`MAX_ID_BYTES`]: `field`
+/// says which (`threadId`, `messages[3].id`, …).
+#[derive(Debug, thiserror::Error)]
+#[error("{field} is longer than {MAX_ID_BYTES} bytes")]
+pub struct IdTooLong {
+    pub field: String,
+}
+
+/// `id` when it is at most [`MAX_ID_BYTES`] long (the converter's bound on
+/// an agent's ids), else `IdTooLong` naming `field`. Every identifier a
+/// client sends is held to it before it is kept, sent or listed: each is
+/// echoed in events, remembered per thread, sent upstream.
+pub fn bounded_id<'a>(field: &str, id: &'a str) -> Result<&'a str, IdTooLong> {
+    if id.len() > MAX_ID_BYTES {
+        return Err(IdTooLong {
+            field: field.to_owned(),
+        });
+    }
+    Ok(id)
+}
+
 /// Checks the input's identifiers and lists; the first one out of bounds
 /// is the error (`ID_TOO_LONG` names the field, `INVALID_RUN_INPUT` the
 /// list).
-pub fn check(input: &Value) -> Result<(), ApiError> {
+pub fn check(input: &Value) -> Result<(), InputError> {
     for key in ["threadId", "runId", "parentRunId"] {
         if let Some(id) = input.get(key).and_then(Value::as_str) {
             bounded_id(key, id)?;
@@ -63,7 +84,7 @@ pub fn check(input: &Value) -> Result<(), ApiError> {
 
 /// The array at `key` (none when absent or of another type: the parser
 /// says what is wrong with those), refused past [`MAX_ENTRIES`].
-fn list<'a>(input: &'a Value, key: &str) -> Result<&'a [Value], ApiError> {
+fn list<'a>(input: &'a Value, key: &str) -> Result<&'a [Value], InputError> {
     let items = input
         .get(key)
         .and_then(Value::as_array)
@@ -76,32 +97,31 @@ fn list<'a>(input: &'a Value, key: &str) -> Result<&'a [Value], ApiError> {
 
 /// The string fields `keys` of `value`, each within the bound; `at` names
 /// the value in an error.
-fn ids(value: &Value, keys: &[&str], at: impl Fn() -> String) -> Result<(), ApiError> {
+fn ids(value: &Value, keys: &[&str], at: impl Fn() -> String) -> Result<(), InputError> {
     for key in keys {
         if let Some(id) = value.get(*key).and_then(Value::as_str)
             && id.len() > MAX_ID_BYTES
         {
-            return Err(ApiError::id_too_long(&format!("{}.{key}", at())));
+            let field = format!("{}.{key}", at());
+            return Err(IdTooLong { field }.into());
         }
     }
     Ok(())
 }
 
-fn too_many(what: &str) -> ApiError {
-    ApiError::bad_request(
-        ErrorCode::InvalidRunInput,
-        format!("{what} holds more than {MAX_ENTRIES} entries"),
-    )
+fn too_many(what: &str) -> InputError {
+    InputError::Invalid(format!("{what} holds more than {MAX_ENTRIES} entries"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use a2a_agui::ErrorCode;
     use serde_json::json;
 
     fn refused(input: Value) -> (ErrorCode, String) {
         let err = check(&input).unwrap_err();
-        (err.code, err.message)
+        (err.code(), err.to_string())
     }
 
     #[test]

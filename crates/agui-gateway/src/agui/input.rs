@@ -10,12 +10,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use a2a_agui::{AguiVersion, ErrorCode, TaskState, agent_tool_call_id};
+use a2a_agui::{AguiVersion, TaskState, agent_tool_call_id};
 use serde_json::{Map, Value};
 
 use super::extension::{self, Carried};
-use super::{bounds, parts};
-use crate::edge::error::ApiError;
+use super::{InputError, bounds, parts};
 use crate::state::ThreadMemory;
 use crate::upstream::{OutgoingMessage, OutgoingPart};
 
@@ -118,12 +117,12 @@ pub struct RunRequest {
     pub answers: Vec<String>,
 }
 
-fn invalid(message: impl Into<String>) -> ApiError {
-    ApiError::bad_request(ErrorCode::InvalidRunInput, message)
+fn invalid(message: impl Into<String>) -> InputError {
+    InputError::Invalid(message.into())
 }
 
-/// Reads a `RunAgentInput` body; a 400 JSON error says what is wrong.
-pub fn parse(body: &[u8]) -> Result<RunInput, ApiError> {
+/// Reads a `RunAgentInput` body; the error says what is wrong.
+pub fn parse(body: &[u8]) -> Result<RunInput, InputError> {
     let input: Value = serde_json::from_slice(body)
         .map_err(|err| invalid(format!("the body is not JSON: {err}")))?;
     bounds::check(&input)?;
@@ -173,7 +172,7 @@ pub fn parse(body: &[u8]) -> Result<RunInput, ApiError> {
     })
 }
 
-fn read_resume(entry: Value) -> Result<Resume, ApiError> {
+fn read_resume(entry: Value) -> Result<Resume, InputError> {
     let interrupt_id = entry["interruptId"]
         .as_str()
         .filter(|id| !id.is_empty())
@@ -205,7 +204,7 @@ impl RunInput {
 
     /// The run's upstream call. `memory` is what this gateway remembers of
     /// the thread (a waiting task, the calls the client runs, what was sent).
-    pub fn plan(self, memory: &ThreadMemory) -> Result<RunRequest, ApiError> {
+    pub fn plan(self, memory: &ThreadMemory) -> Result<RunRequest, InputError> {
         let agent_at = self
             .messages
             .iter()
@@ -289,10 +288,7 @@ impl RunInput {
         }
         let acts = self.forwarded_props.contains_key("a2uiAction");
         if parts.is_empty() && cancel.is_none() && !acts {
-            return Err(ApiError::bad_request(
-                ErrorCode::NoNewInput,
-                "nothing to send: no user or tool message after the agent's last message that was not sent already, and no resume not answered already",
-            ));
+            return Err(InputError::NothingNew);
         }
 
         let client_tools = self
@@ -327,7 +323,7 @@ impl RunInput {
 
     /// The message without its parts: context, metadata (the forwarded
     /// A2A metadata and the extension's keys), extensions.
-    fn outgoing(&self) -> Result<(OutgoingMessage, Vec<String>), ApiError> {
+    fn outgoing(&self) -> Result<(OutgoingMessage, Vec<String>), InputError> {
         let mut message = OutgoingMessage {
             context_id: Some(self.thread_id.clone()),
             ..OutgoingMessage::default()
@@ -394,7 +390,7 @@ impl RunInput {
 
 /// The A2A extensions a client asks for (`forwardedProps.a2a.extensions`):
 /// they go into a header list, so each must be a plain URI.
-fn extension_uris(value: &Value) -> Result<Vec<String>, ApiError> {
+fn extension_uris(value: &Value) -> Result<Vec<String>, InputError> {
     const MAX_EXTENSIONS: usize = 32;
     const MAX_URI_BYTES: usize = 512;
     let list = value
@@ -438,7 +434,7 @@ fn tool_declaration(tool: &Value) -> Value {
 fn tool_message(
     message: &Value,
     calls: &HashMap<&str, Option<&str>>,
-) -> Result<OutgoingPart, ApiError> {
+) -> Result<OutgoingPart, InputError> {
     let shown = message["toolCallId"]
         .as_str()
         .filter(|id| !id.is_empty())
@@ -498,7 +494,7 @@ fn waiting_task(history: &[Value]) -> Option<String> {
 
 /// The A2UI extension a UI action belongs to: v0.9 actions say their
 /// version (`{"version":"v0.9","action":…}`), v0.8 ones carry `userAction`.
-fn a2ui_extension(action: &Value) -> Result<&'static str, ApiError> {
+fn a2ui_extension(action: &Value) -> Result<&'static str, InputError> {
     const V08: &str = "https://a2ui.org/a2a-extension/a2ui/v0.8";
     const V09: &str = "https://a2ui.org/a2a-extension/a2ui/v0.9";
     match action {
@@ -513,10 +509,11 @@ fn a2ui_extension(action: &Value) -> Result<&'static str, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use a2a_agui::ErrorCode;
     use proptest::prelude::*;
     use serde_json::json;
 
-    fn plan(input: Value, memory: &ThreadMemory) -> Result<RunRequest, ApiError> {
+    fn plan(input: Value, memory: &ThreadMemory) -> Result<RunRequest, InputError> {
         parse(input.to_string().as_bytes())?.plan(memory)
     }
 
@@ -576,13 +573,13 @@ mod tests {
             { "id": "a1", "role": "assistant", "content": "hello" }
         ]);
         let err = plan(input(messages), &ThreadMemory::default()).unwrap_err();
-        assert_eq!(err.code, ErrorCode::NoNewInput);
+        assert_eq!(err.code(), ErrorCode::NoNewInput);
         // A message sent before (a retry, another tab) is not new either.
         let mut memory = ThreadMemory::default();
         memory.remember_sent(&["u1".to_owned()], &[]);
         let retry = input(json!([{ "id": "u1", "role": "user", "content": "hi" }]));
         assert_eq!(
-            plan(retry, &memory).unwrap_err().code,
+            plan(retry, &memory).unwrap_err().code(),
             ErrorCode::NoNewInput
         );
     }
@@ -604,7 +601,10 @@ mod tests {
         // The same resume again (a retry) has nothing new.
         let mut memory = ThreadMemory::default();
         memory.remember_sent(&request.delivers, &request.answers);
-        assert_eq!(plan(body, &memory).unwrap_err().code, ErrorCode::NoNewInput);
+        assert_eq!(
+            plan(body, &memory).unwrap_err().code(),
+            ErrorCode::NoNewInput
+        );
     }
 
     #[test]
@@ -690,7 +690,7 @@ mod tests {
             let mut body = input(json!([{ "id": "u1", "role": "user", "content": "hi" }]));
             body["forwardedProps"] = json!({ "a2a": { "extensions": bad } });
             let err = plan(body, &ThreadMemory::default()).unwrap_err();
-            assert_eq!(err.code, ErrorCode::InvalidRunInput, "{bad}");
+            assert_eq!(err.code(), ErrorCode::InvalidRunInput, "{bad}");
         }
     }
 
@@ -776,7 +776,7 @@ mod tests {
                             delivered.extend(request.delivers);
                         }
                     }
-                    Err(err) => prop_assert_eq!(err.code, ErrorCode::NoNewInput),
+                    Err(err) => prop_assert_eq!(err.code(), ErrorCode::NoNewInput),
                 }
             }
             // A last run delivers whatever a lost one left behind.

@@ -31,18 +31,53 @@ use agui_journal::{RunBy, RunIdentity, RunThread, ThreadListKey, ThreadRef};
 use axum::body::Bytes;
 use axum::response::Response;
 
+pub use self::bounds::{IdTooLong, bounded_id};
 use self::input::{RunRequest, Upstream};
-use crate::edge::error::ApiError;
 use crate::obs::access::{AccessNote, Mode};
 use crate::random::random_u64;
 use crate::relay::{self, Conversion};
-use crate::state::AppHandle;
+use crate::state::{AppHandle, StreamsFull};
 use crate::upstream::Agent;
 use crate::upstream::outbound::{self, Forwarded};
 
+/// Why a `RunAgentInput` is refused, before anything of it is kept or
+/// sent; the message says what is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// Not a `RunAgentInput` as the gateway reads it.
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    IdTooLong(#[from] IdTooLong),
+    /// Nothing in it for the agent.
+    #[error(
+        "nothing to send: no user or tool message after the agent's last message that was not sent already, and no resume not answered already"
+    )]
+    NothingNew,
+}
+
+impl InputError {
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            InputError::Invalid(_) => ErrorCode::InvalidRunInput,
+            InputError::IdTooLong(_) => ErrorCode::IdTooLong,
+            InputError::NothingNew => ErrorCode::NoNewInput,
+        }
+    }
+}
+
+/// Why a run did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Input(#[from] InputError),
+    #[error(transparent)]
+    Busy(#[from] StreamsFull),
+}
+
 /// Reads a `RunAgentInput` as a first run of its thread would see it: the
 /// checks every body goes through (for the fuzz target and tests).
-pub fn read_run_input(body: &[u8]) -> Result<RunRequest, ApiError> {
+pub fn read_run_input(body: &[u8]) -> Result<RunRequest, InputError> {
     input::parse(body)?.plan(&Default::default())
 }
 
@@ -60,7 +95,7 @@ pub struct RunCall {
 }
 
 /// Runs one `RunAgentInput`.
-pub async fn run(state: AppHandle, agent: Arc<Agent>, call: RunCall) -> Result<Response, ApiError> {
+pub async fn run(state: AppHandle, agent: Arc<Agent>, call: RunCall) -> Result<Response, RunError> {
     let RunCall {
         headers,
         run_by,
@@ -144,24 +179,24 @@ pub async fn run(state: AppHandle, agent: Arc<Agent>, call: RunCall) -> Result<R
         }
     };
     let request = async {
-        Ok(match send {
+        match send {
             Ok(mut message) => {
                 // Minted per request: a resumed run repeats its run id.
                 message.message_id = thread.message_id(random_u64());
                 outbound::build(&agent, &headers, &message, &rpc_id, &activate).await
             }
             Err(task) => outbound::cancel(&agent, &headers, &task).await,
-        })
+        }
     };
-    relay::open(
+    let opened = relay::open(
         &state,
         agent.clone(),
         headers.clone(),
         request,
         conversion,
         identity,
-    )
-    .await
+    );
+    Ok(opened.await?)
 }
 
 /// How a run left its task, for the thread's memory: whether the task

@@ -5,8 +5,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use a2a_fake_agent::{Agent, Behaviour};
+use agui_edge::cors::{CorsConfig, OriginRule};
+use agui_edge::tls::{ServeTls, TLS_FLAGS};
 use agui_gateway::config::flags::CorsArgs;
-use agui_gateway::config::{AgentConfig, Config, CorsConfig, OriginRule, ServeTls, TLS_FLAGS};
+use agui_gateway::config::{AgentConfig, Config};
 use agui_gateway::obs::logging::LogFormat as Log;
 use anyhow::Context;
 use url::Url;

@@ -5,10 +5,10 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agui_edge::listener;
+use agui_edge::listener::{ConnectionLimits, DrainSignals};
+use agui_edge::tls::EdgeTls;
 use agui_gateway::config::Config;
-use agui_gateway::edge::listener;
-use agui_gateway::edge::listener::{ConnectionLimits, DrainSignals};
-use agui_gateway::edge::tls::EdgeTls;
 use agui_gateway::http::router;
 use agui_gateway::obs::logging::{LogFormat as Log, announce};
 use agui_gateway::state::{AppState, Shutdown};

@@ -4,7 +4,8 @@
 
 use std::net::SocketAddr;
 use std::ops::Range;
-use std::time::Duration;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
 
 use a2a_agui::OutputFormat;
 use axum::http::{HeaderName, HeaderValue};
@@ -13,14 +14,16 @@ use toml::Spanned;
 use toml::de::DeTable;
 use url::Url;
 
+use agui_edge::auth::{Allow, AuthConfig, JwtConfig, JwtKey};
+use agui_edge::cors::{CorsConfig, OriginRule};
+use agui_edge::ratelimit::RateLimit;
+use agui_edge::tls::{ServeTls, TLS_FILE_KEYS};
+
 use super::env::Environment;
 use super::forward_policy::{ForwardPolicy, TrustedProxies};
 use super::limits::{at_least_one, journal_config, limits_config};
-use super::schema::{Cors, FileAgent, FileAuth, FileConfig};
-use super::{
-    A2aVersion, AgentConfig, Allow, AuthConfig, Config, ConfigError, CorsConfig, JwtConfig, JwtKey,
-    OriginRule, RateLimit, random_gateway_id,
-};
+use super::schema::{Cors, FileAgent, FileAuth, FileConfig, FileServeTls};
+use super::{A2aVersion, AgentConfig, Config, ConfigError, random_gateway_id};
 
 /// `text` (the file's, possibly empty) with what `env` sets and
 /// references (`env.rs`), checked.
@@ -63,7 +66,7 @@ pub fn parse(path: &str, text: &str, env: &Environment) -> Result<Config, Config
     let top = Config::default();
     let listen = address(&file.listen, "listen")?.unwrap_or(top.listen);
     let admin_listen = address(&file.admin_listen, "admin_listen")?;
-    let tls = super::tls::serve_from_file(file.tls.as_ref(), &at)?;
+    let tls = serve_tls(file.tls.as_ref(), &at)?;
     let public_url = match &file.public_url {
         Some(url) => {
             let parsed = Url::parse(url.get_ref())
@@ -108,8 +111,12 @@ pub fn parse(path: &str, text: &str, env: &Environment) -> Result<Config, Config
             ));
         }
         let mut config = agent_config(name, agent, &at)?;
-        config.tls =
-            super::tls::from_file(name, agent.tls.as_ref(), file.upstream_tls.as_ref(), &at)?;
+        config.tls = super::upstream_tls::from_file(
+            name,
+            agent.tls.as_ref(),
+            file.upstream_tls.as_ref(),
+            &at,
+        )?;
         if let Some(auth) = &agent.auth {
             config.auth = Some(super::upstream_auth::from_file(name, auth, &at)?);
         }
@@ -290,6 +297,24 @@ pub fn parse(path: &str, text: &str, env: &Environment) -> Result<Config, Config
         otlp_endpoint,
         card_signing,
     })
+}
+
+/// `[tls]`: both files or neither, read and checked now.
+fn serve_tls(
+    table: Option<&Spanned<FileServeTls>>,
+    at: &impl Fn(Range<usize>, String) -> ConfigError,
+) -> Result<Option<ServeTls>, ConfigError> {
+    let Some(table) = table else {
+        return Ok(None);
+    };
+    let tls = ServeTls {
+        cert: PathBuf::from(&table.get_ref().cert),
+        key: PathBuf::from(&table.get_ref().key),
+        names: TLS_FILE_KEYS,
+    };
+    tls.load(SystemTime::now())
+        .map_err(|err| at(table.span(), err.to_string()))?;
+    Ok(Some(tls))
 }
 
 /// `[cors]`: each origin checked where it stands.

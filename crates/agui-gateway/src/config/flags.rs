@@ -8,13 +8,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use a2a_agui::OutputFormat;
+use agui_edge::auth::{JwtConfig, JwtKey};
+use agui_edge::cors::{CorsConfig, OriginRule};
+use agui_edge::ratelimit::RateLimit;
+use agui_edge::tls::{ServeTls, TLS_FLAGS};
 use clap::Args;
 use url::Url;
 
 use super::forward_policy::{ForwardPolicy, TrustedProxies};
-use super::{
-    AgentConfig, Config, ConfigError, CorsConfig, JwtConfig, JwtKey, OriginRule, RateLimit,
-};
+use super::{AgentConfig, Config, ConfigError};
 use crate::obs::logging::LogFormat;
 
 /// Why the flags describe no configuration; the message names the flag.
@@ -391,10 +393,10 @@ impl EdgeArgs {
             config.admin_listen = edge.admin_listen;
         }
         if let (Some(cert), Some(key)) = (edge.tls_cert, edge.tls_key) {
-            let tls = crate::config::ServeTls {
+            let tls = ServeTls {
                 cert,
                 key,
-                names: crate::config::TLS_FLAGS,
+                names: TLS_FLAGS,
             };
             tls.load(std::time::SystemTime::now())
                 .map_err(|e| invalid!("{e}"))?;

@@ -51,7 +51,7 @@
 //! per_second = 10
 //! burst = 20
 //!
-//! [upstream_tls]                              # what every agent's TLS starts from (tls.rs)
+//! [upstream_tls]                              # what every agent's TLS starts from (upstream_tls.rs)
 //! ca_file = "/etc/agui-gateway/agents-ca.pem"
 //!
 //! [agents.assistant]
@@ -69,7 +69,7 @@
 //! cancel_on_disconnect = false
 //! interrupts = false
 //!
-//! [agents.assistant.tls]                      # tls.rs
+//! [agents.assistant.tls]                      # upstream_tls.rs
 //! ca_file = "/etc/agui-gateway/assistant-ca.pem"
 //! client_cert = "/etc/agui-gateway/tls/client.pem"
 //! client_key = "/etc/agui-gateway/tls/client.key"
@@ -84,7 +84,6 @@
 //! ```
 
 mod card_signing;
-mod cors;
 pub mod env;
 mod file;
 pub mod flags;
@@ -92,25 +91,25 @@ pub mod forward_policy;
 mod identity_flags;
 mod limits;
 mod schema;
-mod tls;
 mod upstream_auth;
+mod upstream_tls;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use a2a_agui::OutputFormat;
+use agui_edge::auth::{Allow, AuthConfig};
+use agui_edge::cors::CorsConfig;
+use agui_edge::ratelimit::RateLimit;
+use agui_edge::tls::ServeTls;
 use url::{Origin, Url};
 
 pub use agui_journal::{Backend, JournalConfig, JournalLimits};
 pub use card_signing::{CardKeys, CardSigning};
-pub use cors::{CorsConfig, OriginRule};
 pub use env::Environment;
 pub use forward_policy::{ForwardPolicy, TrustedProxies};
-pub use tls::{
-    FileStamp, MAX_TLS_FILE_BYTES, ServeTls, TLS_FLAGS, TlsFileError, TlsMaterial, UpstreamTls,
-};
 pub use upstream_auth::{ClientAuth, OAuthClient, Secret, UpstreamAuth};
+pub use upstream_tls::{AgentTlsError, TlsMaterial, UpstreamTls};
 
 /// Each stream holds two sockets; the open-file limit is usually the bound.
 pub const DEFAULT_MAX_STREAMS: usize = 10_000;
@@ -142,30 +141,6 @@ pub enum A2aVersion {
     Auto,
     V03,
     V10,
-}
-
-/// Who may call an agent, once authenticated.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Allow {
-    /// Any authenticated caller (`*`).
-    Anyone,
-    /// The API key of this name (`key:NAME`).
-    Key(String),
-    /// JWTs with this subject (`sub:SUBJECT`).
-    Subject(String),
-}
-
-impl Allow {
-    pub fn parse(text: &str) -> Option<Allow> {
-        match text.split_once(':') {
-            _ if text == "*" => Some(Allow::Anyone),
-            Some(("key", name)) if !name.is_empty() => Some(Allow::Key(name.to_owned())),
-            Some(("sub", subject)) if !subject.is_empty() => {
-                Some(Allow::Subject(subject.to_owned()))
-            }
-            _ => None,
-        }
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -261,66 +236,6 @@ impl Default for Limits {
             max_card_bytes: 1 << 20,
         }
     }
-}
-
-/// Where API keys come from: never the configuration file itself.
-#[derive(Debug, Clone, Default)]
-pub struct AuthConfig {
-    /// A file of `name:key` or `name:sha256:HEX` lines (a mounted Secret).
-    pub api_keys_file: Option<PathBuf>,
-    /// An environment variable with the same entries, comma-separated.
-    pub api_keys_env: Option<String>,
-    pub jwt: Option<JwtConfig>,
-}
-
-impl AuthConfig {
-    pub fn is_on(&self) -> bool {
-        self.api_keys_file.is_some() || self.api_keys_env.is_some() || self.jwt.is_some()
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct JwtConfig {
-    pub key: JwtKey,
-    pub issuer: Option<String>,
-    pub audience: Option<String>,
-    pub leeway: Duration,
-    /// Accepted algorithms (by their JOSE names).
-    pub algorithms: Vec<String>,
-}
-
-impl JwtConfig {
-    /// A JWT check with `key` and the defaults: 30 s of clock skew, HS256
-    /// for a shared secret, RS256 / ES256 / EdDSA for public keys.
-    pub fn for_key(key: JwtKey) -> JwtConfig {
-        let algorithms = match key {
-            JwtKey::SecretEnv(_) => vec!["HS256".to_owned()],
-            _ => ["RS256", "ES256", "EdDSA"].map(str::to_owned).to_vec(),
-        };
-        JwtConfig {
-            key,
-            issuer: None,
-            audience: None,
-            leeway: Duration::from_secs(30),
-            algorithms,
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub enum JwtKey {
-    /// Keys from a JWKS document, refetched for an unknown `kid`.
-    Jwks(Url),
-    /// One PEM public key (RSA, EC or Ed25519) from a file.
-    PublicKeyFile(PathBuf),
-    /// An HMAC secret from an environment variable.
-    SecretEnv(String),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateLimit {
-    pub per_second: u32,
-    pub burst: u32,
 }
 
 #[derive(Debug, Clone)]

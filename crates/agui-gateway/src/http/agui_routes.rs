@@ -5,15 +5,15 @@
 use std::sync::Arc;
 
 use a2a_agui::ErrorCode;
+use agui_edge::bodies::BodiesInFlight;
 use agui_journal::{Owner, RunBy};
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use http_body_util::BodyExt;
 
+use super::error::ApiError;
 use super::gate;
-use crate::edge::bodies::BodiesInFlight;
-use crate::edge::error::ApiError;
 use crate::obs::access::{AccessNote, Mode};
 use crate::state::{AppHandle, AppState};
 use crate::upstream::Agent;
@@ -43,7 +43,7 @@ pub async fn agui_input(
         access,
         mode,
     };
-    agui::run(state, agent, call).await
+    Ok(agui::run(state, agent, call).await?)
 }
 
 /// Who sent which request: a reconnect must be the same.
@@ -63,7 +63,7 @@ pub fn run_by(
 
 /// The request body, up to `max_request_bytes` and within
 /// `request_body_timeout`; past either, or past its HTTP/2 connection's
-/// budget of bodies in flight (`edge::bodies`), a JSON error.
+/// budget of bodies in flight (`agui_edge::bodies`), a JSON error.
 pub async fn read_body(state: &AppState, body: Body) -> Result<Bytes, ApiError> {
     let limits = &state.config.limits;
     let limit = limits.max_request_bytes;

@@ -9,10 +9,10 @@ use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 use url::Url;
 
+use super::error::ApiError;
 use super::paths::ExtendedCard;
 use crate::agui::extension;
 use crate::config::Config;
-use crate::edge::error::ApiError;
 use crate::signing::{Policy, Signer, Verdict};
 use crate::upstream::headers::{first_value, list_values};
 use crate::upstream::outbound::{self, Forwarded};

@@ -24,8 +24,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
 use super::agui_routes::{agui_input, read_body};
+use super::error::ApiError;
 use super::gate;
-use crate::edge::error::ApiError;
 use crate::obs::access::{AccessNote, Mode};
 use crate::resume::{self, MAX_ID_BYTES, Stopped, ThreadAsk, WhenEmpty};
 use crate::state::{AppHandle, AppState};
@@ -153,7 +153,10 @@ async fn serve(
                 &body,
                 WhenEmpty::EmptyStream,
             );
-            Ok(connect.await.unwrap_or_else(invalid_body))
+            Ok(connect
+                .await
+                .map_err(ApiError::from)
+                .unwrap_or_else(invalid_body))
         }
         RuntimeCall::Stop {
             agent: name,
@@ -235,7 +238,7 @@ async fn serve(
                 forwarded: &forwarded,
                 reader: gate::reader(&caller, &parts.extensions),
             };
-            resume::replay::messages(state, ask, messages_body).await
+            Ok(resume::replay::messages(state, ask, messages_body).await?)
         }
     }
 }

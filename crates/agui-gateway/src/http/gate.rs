@@ -1,4 +1,4 @@
-//! In front of every route (inside `crate::edge::cors`): draining, loop refusal, who the caller
+//! In front of every route (inside `agui_edge::cors`): draining, loop refusal, who the caller
 //! is (forwarding headers believed from trusted proxies only), its
 //! credential and its rate. Which agent a caller may use is checked where
 //! the agent is known (`allowed`), with the name decoded as the router
@@ -7,15 +7,15 @@
 use std::net::{Ipv4Addr, SocketAddr};
 
 use a2a_agui::ErrorCode;
+use agui_edge::auth::{AuthError, Principal};
+use agui_edge::listener::Transport;
 use agui_journal::CallerDigest;
 use agui_journal::replays::Reader;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{Extensions, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::edge::auth::{AuthError, Principal};
-use crate::edge::error::ApiError;
-use crate::edge::listener::Transport;
+use super::error::ApiError;
 use crate::state::{AppHandle, AppState};
 use crate::upstream::Agent;
 use crate::upstream::headers::{Caller, has_looped};

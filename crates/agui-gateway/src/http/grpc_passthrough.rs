@@ -24,7 +24,7 @@ use serde_json::Value;
 use tonic::Code;
 
 use super::card;
-use crate::edge::error::ApiError;
+use super::error::ApiError;
 use crate::obs::access::{AccessNote, Mode};
 use crate::state::AppState;
 use crate::upstream::Agent;

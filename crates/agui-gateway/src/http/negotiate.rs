@@ -6,7 +6,8 @@ use a2a_agui::{A2aMessage, ErrorCode, OutputFormat, PartBody, part_body};
 use axum::http::{HeaderMap, Method, header};
 use serde_json::Value;
 
-use crate::edge::error::{ApiError, bounded_id};
+use super::error::ApiError;
+use crate::agui::bounded_id;
 use crate::random::random_u64;
 use crate::upstream::{OutgoingMessage, OutgoingPart};
 

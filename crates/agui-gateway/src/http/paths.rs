@@ -22,7 +22,7 @@ use axum::http::{Method, StatusCode};
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use crate::edge::error::ApiError;
+use super::error::ApiError;
 use crate::upstream::target::{DECODE_DEPTH, percent_decode};
 
 /// The well-known paths of an agent's public card (1.0's, 0.3's).

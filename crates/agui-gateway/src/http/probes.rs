@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
 
-use crate::edge::error::ApiError;
+use super::error::ApiError;
 use crate::signing::{Policy, Verdict};
 use crate::state::AppHandle;
 use crate::upstream::{Agent, CardStatus};

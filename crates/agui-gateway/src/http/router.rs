@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use a2a_agui::{ErrorCode, Options};
+use agui_edge::cors;
 use agui_journal::{CallerDigest, RunIdentity};
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -18,12 +19,11 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::agui_routes::{agui_input, read_body, run_by};
+use super::error::ApiError;
 use super::paths::{CardCall, card_call};
 pub use super::probes::admin_router;
 use super::probes::{agent_health, healthz, metrics, readyz};
 use super::{card, copilotkit, gate, grpc_passthrough, inspect, paths};
-use crate::edge::cors;
-use crate::edge::error::ApiError;
 use crate::http::negotiate::{Negotiated, negotiate, output_format, wants_agui};
 use crate::obs::access;
 use crate::obs::access::{AccessNote, Mode};
@@ -217,15 +217,15 @@ async fn connect(State(state): State<AppHandle>, request: Request) -> Result<Res
         .usable()?;
     let request = (&parts.headers, &forwarded);
     let reader = gate::reader(&caller, &parts.extensions);
-    resume::connect(
+    let connected = resume::connect(
         &state,
         &agent,
         (&caller, reader),
         request,
         &body,
         WhenEmpty::NoContent,
-    )
-    .await
+    );
+    Ok(connected.await?)
 }
 
 async fn stop(State(state): State<AppHandle>, request: Request) -> Result<Response, ApiError> {
@@ -236,7 +236,7 @@ async fn stop(State(state): State<AppHandle>, request: Request) -> Result<Respon
         .authorized(&agent, parts.extensions.get())
         .await
         .usable()?;
-    resume::stop(&state, &agent, &caller, &forwarded, &body).await
+    Ok(resume::stop(&state, &agent, &caller, &forwarded, &body).await?)
 }
 
 /// What `connect` and `stop` both start from: the agent (checked against
@@ -435,18 +435,12 @@ async fn convert(
     let Routed { url, forwarded } = routed;
     let request = async {
         match seed {
-            None => Ok(outbound::forward(
-                &agent,
-                parts.method.clone(),
-                url,
-                &forwarded,
-                body,
-            )),
+            None => outbound::forward(&agent, parts.method.clone(), url, &forwarded, body),
             Some(message) => {
                 let rpc_id = format!("agui-gateway-{:x}", random_u64());
                 // Extensions in the seed's message are not activated: a
                 // client wanting that sends the header itself.
-                Ok(outbound::build(&agent, &forwarded, &message, &rpc_id, &[]).await)
+                outbound::build(&agent, &forwarded, &message, &rpc_id, &[]).await
             }
         }
     };
@@ -454,15 +448,15 @@ async fn convert(
         owner: run_by.owner,
         thread: None,
     };
-    relay::open(
+    let opened = relay::open(
         &state,
         agent.clone(),
         forwarded.clone(),
         request,
         conversion,
         identity,
-    )
-    .await
+    );
+    Ok(opened.await?)
 }
 
 /// A request passed through as it came.

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use a2a_agui::Event;
+use agui_edge::listener::ConnectionCounts;
 use prometheus::{
     Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
     Registry, TextEncoder,
@@ -334,11 +335,6 @@ impl Metrics {
         }
     }
 
-    /// A client connection over `max_connections`, answered 503 and closed.
-    pub fn count_refused_connection(&self) {
-        self.refused_connections.inc();
-    }
-
     /// A run whose client went away went on, journaled, for a reconnect.
     pub fn count_detached(&self) {
         self.detached_runs.inc();
@@ -352,11 +348,6 @@ impl Metrics {
     /// A broken upstream stream was replaced by a resubscription.
     pub fn count_reattached(&self) {
         self.reattached_streams.inc();
-    }
-
-    /// `delta` is +1 when a connection opens, -1 when it closes.
-    pub fn count_open_connection(&self, delta: i64) {
-        self.open_connections.add(delta);
     }
 
     /// An agent's per-stream series exist from the start (at 0): a fresh
@@ -450,6 +441,18 @@ impl Metrics {
                 tracing::error!("gateway could not encode its metrics: {err}");
                 String::new()
             })
+    }
+}
+
+/// The listener's connection counts.
+impl ConnectionCounts for Metrics {
+    /// A client connection over `max_connections`, answered 503 and closed.
+    fn refused_connection(&self) {
+        self.refused_connections.inc();
+    }
+
+    fn open_connections(&self, delta: i64) {
+        self.open_connections.add(delta);
     }
 }
 

@@ -5,4 +5,3 @@ pub mod access;
 pub mod logging;
 pub mod metrics;
 pub mod telemetry;
-pub mod throttle;

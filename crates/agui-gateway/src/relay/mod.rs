@@ -35,12 +35,11 @@ use tokio::sync::OwnedSemaphorePermit;
 use self::detach::Attached;
 use self::observe::RunObserver;
 use self::redis_run::RedisRun;
-use crate::edge::error::ApiError;
 use crate::obs::access::AccessNote;
 use crate::obs::metrics::Metrics;
 use crate::obs::telemetry::CallSpan;
 use crate::random::random_u64;
-use crate::state::{AppState, Shutdown};
+use crate::state::{AppState, Shutdown, StreamsFull};
 use crate::upstream::outbound::{self, Forwarded, Outgoing};
 use crate::upstream::{Agent, StreamResponse, UpstreamBody, UpstreamError};
 
@@ -69,10 +68,10 @@ pub async fn open(
     state: &AppState,
     agent: Arc<Agent>,
     forwarded: Forwarded,
-    request: impl Future<Output = Result<Outgoing, ApiError>>,
+    request: impl Future<Output = Outgoing>,
     conversion: Conversion,
     identity: RunIdentity,
-) -> Result<Response, ApiError> {
+) -> Result<Response, StreamsFull> {
     let permit = state.stream_permit(agent.name())?;
     let (upstream, span, started) = match forwarded.refusal() {
         // Not called: the run shows why as its `RUN_ERROR`.
@@ -86,7 +85,7 @@ pub async fn open(
                 request,
                 span,
                 renewal,
-            } = request.await?;
+            } = request.await;
             let started = Instant::now();
             let upstream = agent.send_stream(request, renewal.as_ref()).await;
             (upstream, span, started)

@@ -14,7 +14,7 @@ mod threads;
 
 use a2a_agui::ErrorCode;
 use agui_journal::redis::{RedisJournal, RemoteRun};
-use agui_journal::replays::Reader;
+use agui_journal::replays::{Reader, Refused};
 use agui_journal::{self as journal, CallerDigest, Owner, ResumeError, RunLog, ThreadRef};
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode};
@@ -31,16 +31,66 @@ use event_id::EventId;
 pub use replay::WhenEmpty;
 pub use threads::threads;
 
-use crate::edge::error::{ApiError, bounded_id};
+use crate::agui::{IdTooLong, bounded_id};
 use crate::obs::access::Mode;
 use crate::relay;
-use crate::state::{AppHandle, AppState};
+use crate::state::{AppHandle, AppState, StreamsFull};
 use crate::upstream::Agent;
 use crate::upstream::outbound::Forwarded;
 
 /// A thread or run id longer than this names nothing the gateway keeps
 /// (no run can have one: `agui::bounds`).
 pub use a2a_agui::MAX_ID_BYTES;
+
+/// Why a run or a thread is not followed or stopped as asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeRefused {
+    /// The run is gone, no longer from that event on, or another's.
+    #[error("{0:?}")]
+    Journal(ResumeError),
+    #[error(transparent)]
+    Busy(#[from] StreamsFull),
+    /// Thread replays are at their bound, the caller's or the gateway's.
+    #[error("{0:?}")]
+    Replays(Refused),
+    /// Another replica runs it, the agent has not named its task yet and
+    /// the stop could not be passed on.
+    #[error("the agent has not named the run's task yet: try again in a moment")]
+    NotYetNamed,
+    /// Not a connect or stop body; says what is wrong.
+    #[error("connect: {0}: send {{\"threadId\": \"…\", \"runId\": \"…\" (optional)}}")]
+    Body(String),
+    #[error(transparent)]
+    IdTooLong(#[from] IdTooLong),
+}
+
+impl ResumeRefused {
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ResumeRefused::Journal(ResumeError::Mismatch) => ErrorCode::RunMismatch,
+            ResumeRefused::Journal(_) => ErrorCode::RunNotResumable,
+            ResumeRefused::Busy(_) | ResumeRefused::Replays(Refused::Busy) => {
+                ErrorCode::GatewayBusy
+            }
+            ResumeRefused::Replays(Refused::ReaderFull) => ErrorCode::RateLimited,
+            ResumeRefused::NotYetNamed => ErrorCode::RunNotStoppable,
+            ResumeRefused::Body(_) => ErrorCode::InvalidRunInput,
+            ResumeRefused::IdTooLong(_) => ErrorCode::IdTooLong,
+        }
+    }
+}
+
+impl From<ResumeError> for ResumeRefused {
+    fn from(err: ResumeError) -> ResumeRefused {
+        ResumeRefused::Journal(err)
+    }
+}
+
+impl From<Refused> for ResumeRefused {
+    fn from(refused: Refused) -> ResumeRefused {
+        ResumeRefused::Replays(refused)
+    }
+}
 
 /// A run as this replica finds it.
 #[derive(Clone)]
@@ -90,7 +140,7 @@ pub async fn reconnect(
     state: &AppHandle,
     headers: &HeaderMap,
     owner: &Owner,
-) -> Result<Option<Response>, ApiError> {
+) -> Result<Option<Response>, ResumeRefused> {
     let Some(id) = EventId::from_headers(headers) else {
         return Ok(None);
     };
@@ -102,7 +152,7 @@ pub async fn reconnect(
     follow(state, found, id.n).await.map(Some)
 }
 
-async fn follow(state: &AppHandle, found: Found, after: u64) -> Result<Response, ApiError> {
+async fn follow(state: &AppHandle, found: Found, after: u64) -> Result<Response, ResumeRefused> {
     let body = Body::from_stream(follow_stream(state, found, after).await?);
     state.metrics.count_resumed();
     Ok(relay::sse_response(body))
@@ -113,7 +163,7 @@ async fn follow_stream(
     state: &AppHandle,
     found: Found,
     after: u64,
-) -> Result<BoxStream<'static, Result<Bytes, Infallible>>, ApiError> {
+) -> Result<BoxStream<'static, Result<Bytes, Infallible>>, ResumeRefused> {
     Ok(match found {
         Found::Here(log) => journal::follow(log, after, state.config.keepalive)?.boxed(),
         Found::Elsewhere(shared, run) => remote::follow(state.clone(), shared, *run, after)
@@ -135,7 +185,7 @@ pub async fn connect(
     request: (&HeaderMap, &Forwarded),
     body: &Bytes,
     empty: WhenEmpty,
-) -> Result<Response, ApiError> {
+) -> Result<Response, ResumeRefused> {
     let (headers, forwarded) = request;
     let asked = read_connect(body)?;
     let thread = ThreadRef::new(agent.name(), caller, &asked.thread_id);
@@ -237,17 +287,13 @@ pub async fn stop(
     caller: &CallerDigest,
     forwarded: &Forwarded,
     body: &Bytes,
-) -> Result<Response, ApiError> {
+) -> Result<Response, ResumeRefused> {
     state.metrics.count_request(agent.name(), Mode::Stop);
     let asked = read_connect(body)?;
     let thread = ThreadRef::new(agent.name(), caller, &asked.thread_id);
     match stop_thread(state, agent, &thread, asked.run_id.as_deref(), forwarded).await {
         Stopped::NoRun => Ok(StatusCode::NO_CONTENT.into_response()),
-        Stopped::NotYetNamed => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            ErrorCode::RunNotStoppable,
-            "the agent has not named the run's task yet: try again in a moment",
-        )),
+        Stopped::NotYetNamed => Err(ResumeRefused::NotYetNamed),
         Stopped::Stopping { task } => {
             let mut body = serde_json::json!({ "stopping": true });
             if let Some(task) = task {
@@ -294,18 +340,15 @@ struct ConnectBody {
     input_run_id: Option<String>,
 }
 
-fn read_connect(body: &[u8]) -> Result<ConnectBody, ApiError> {
-    let invalid = |why: &str| {
-        ApiError::bad_request(
-            ErrorCode::InvalidRunInput,
-            format!("connect: {why}: send {{\"threadId\": \"…\", \"runId\": \"…\" (optional)}}"),
-        )
-    };
+fn read_connect(body: &[u8]) -> Result<ConnectBody, ResumeRefused> {
+    let invalid = |why: &str| ResumeRefused::Body(why.to_owned());
     let value: Value = serde_json::from_slice(body).map_err(|_| invalid("the body is not JSON"))?;
-    let id = |key: &str| match value.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(id)) if !id.is_empty() => Ok(Some(bounded_id(key, id)?.to_owned())),
-        Some(_) => Err(invalid(&format!("{key} must be a non-empty string"))),
+    let id = |key: &str| -> Result<Option<String>, ResumeRefused> {
+        match value.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(id)) if !id.is_empty() => Ok(Some(bounded_id(key, id)?.to_owned())),
+            Some(_) => Err(invalid(&format!("{key} must be a non-empty string"))),
+        }
     };
     let thread_id = id("threadId")?.ok_or_else(|| invalid("threadId is missing"))?;
     let run_id = id("runId")?;
@@ -332,7 +375,7 @@ mod tests {
         let read = |body: &str| {
             read_connect(body.as_bytes())
                 .map(|b| (b.thread_id, b.run_id, b.input_run_id))
-                .map_err(|e| e.code)
+                .map_err(|e| e.code())
         };
         assert_eq!(
             read(r#"{"threadId":"t"}"#),

@@ -16,11 +16,12 @@ use futures::Stream;
 use redis::aio::MultiplexedConnection;
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::edge::error::ApiError;
 use crate::obs::metrics::NO_AGENT;
 use crate::relay;
 use crate::state::AppHandle;
 use crate::upstream::Agent;
+
+use super::ResumeRefused;
 
 /// Takeovers one follower starts at most (each releases the lease when it
 /// cannot go on).
@@ -166,7 +167,7 @@ pub async fn follow(
     journal: Arc<RedisJournal>,
     remote: RemoteRun,
     after: u64,
-) -> Result<impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static, ApiError> {
+) -> Result<impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static, ResumeRefused> {
     // A full gateway says so (503, retry): "not resumable" would have the
     // client start the run again while it goes on.
     let agent = state.named(&remote.spec.agent).ok();

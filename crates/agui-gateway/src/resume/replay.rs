@@ -28,8 +28,7 @@ use serde_json::{Value, json};
 use super::conversation::{
     AGENT_DEADLINE, ThreadAsk, conversation, journal_runs, run_ended, version_of,
 };
-use super::{Found, follow_stream};
-use crate::edge::error::ApiError;
+use super::{Found, ResumeRefused, follow_stream};
 use crate::random::random_u64;
 use crate::relay;
 use crate::state::{AppHandle, AppState};
@@ -53,7 +52,7 @@ pub async fn replay(
     state: &AppHandle,
     ask: ThreadAsk<'_>,
     empty: WhenEmpty,
-) -> Result<Response, ApiError> {
+) -> Result<Response, ResumeRefused> {
     let (reading, live) = held(state, &ask, Kind::Snapshot, snapshot_frame).await?;
     let reading = reading.filter(|reading| !reading.bytes().is_empty());
     if reading.is_none() && live.is_none() {
@@ -106,7 +105,7 @@ pub async fn messages(
     state: &AppHandle,
     ask: ThreadAsk<'_>,
     render: fn(Vec<Value>) -> Vec<u8>,
-) -> Result<Response, ApiError> {
+) -> Result<Response, ResumeRefused> {
     let (reading, _) = held(state, &ask, Kind::Messages, render).await?;
     let body = match reading {
         Some(reading) => Body::from_stream(sliced(reading)),
@@ -153,7 +152,7 @@ async fn held(
     ask: &ThreadAsk<'_>,
     kind: Kind,
     render: fn(Vec<Value>) -> Vec<u8>,
-) -> Result<(Option<Reading>, Option<Found>), ApiError> {
+) -> Result<(Option<Reading>, Option<Found>), ResumeRefused> {
     let runs = journal_runs(state, &ask.thread).await;
     let version = version_of(&runs);
     let live = runs.last().cloned().flatten().filter(|run| !run_ended(run));

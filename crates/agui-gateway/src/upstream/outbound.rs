@@ -11,8 +11,8 @@
 //! | agent card                       | a GET: no body headers; `Accept-Encoding: identity`|
 //! | cancel after a disconnect        | the run's headers, with its own JSON body          |
 
-use crate::obs::telemetry::{CallSpan, SharedTrace};
 use a2a_agui::ErrorCode;
+use agui_edge::auth::{Principal, bearer_token};
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
 use reqwest::RequestBuilder;
@@ -20,13 +20,12 @@ use serde_json::Value;
 use url::Url;
 
 use crate::config::Secret;
-use crate::edge::auth::{Principal, bearer_token};
-use crate::edge::error::ApiError;
+use crate::obs::telemetry::{CallSpan, SharedTrace};
 use crate::random::random_u64;
 use crate::upstream::answer::{Answer, Growing};
 use crate::upstream::credentials::{Refused, TokenError, says_invalid_token};
 use crate::upstream::headers::{Caller, upstream_headers};
-use crate::upstream::target::{base_url, upstream_url};
+use crate::upstream::target::{PathError, base_url, upstream_url};
 use crate::upstream::{
     Agent, OutgoingMessage, TaskCall, list_tasks_request, streaming_request, task_request,
 };
@@ -230,15 +229,11 @@ impl Forwarded {
     }
 
     /// The request's headers for a call that is not a run: a refusal is
-    /// the client's 502, before any call.
-    pub fn usable(self) -> Result<Forwarded, ApiError> {
-        match &self.refusal {
+    /// the client's answer, before any call.
+    pub fn usable(self) -> Result<Forwarded, Refusal> {
+        match self.refusal {
             None => Ok(self),
-            Some(refusal) => Err(ApiError::new(
-                axum::http::StatusCode::BAD_GATEWAY,
-                refusal.code,
-                refusal.message.clone(),
-            )),
+            Some(refusal) => Err(refusal),
         }
     }
 
@@ -324,13 +319,12 @@ impl Forwarded {
     }
 }
 
-/// The URL of `path` below the agent's base, or a 400 naming the rule.
+/// The URL of `path` below the agent's base, or the rule it breaks.
 /// Worked out once per request, before anything else: a call the gateway
 /// writes itself ignores the path, but a path naming another origin is an
 /// attack, not a route, whatever the call becomes.
-pub fn target(agent: &Agent, path: &str, query: Option<&str>) -> Result<Url, ApiError> {
+pub fn target(agent: &Agent, path: &str, query: Option<&str>) -> Result<Url, PathError> {
     upstream_url(&agent.config.upstream, path, query)
-        .map_err(|err| ApiError::bad_request(ErrorCode::InvalidPath, err.to_string()))
 }
 
 /// Transparent mode: the request as it came, to the same path upstream.
@@ -490,9 +484,8 @@ pub async fn cancel(agent: &Agent, forwarded: &Forwarded, task: &str) -> Outgoin
 }
 
 /// The agent card at `path` below the upstream's base.
-pub fn card(agent: &Agent, path: &str, forwarded: &Forwarded) -> Result<Outgoing, ApiError> {
-    let url = upstream_url(&base_url(&agent.config.upstream), path, None)
-        .map_err(|err| ApiError::bad_request(ErrorCode::InvalidPath, err.to_string()))?;
+pub fn card(agent: &Agent, path: &str, forwarded: &Forwarded) -> Result<Outgoing, PathError> {
+    let url = upstream_url(&base_url(&agent.config.upstream), path, None)?;
     let (mut headers, span) = forwarded.for_gateway_body(agent);
     headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
     headers.insert(

@@ -8,7 +8,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use crate::config::{AgentConfig, FileStamp, TlsMaterial, UpstreamTls};
+use agui_edge::tls::FileStamp;
+
+use crate::config::{AgentConfig, AgentTlsError, TlsMaterial, UpstreamTls};
 
 /// How often an agent's TLS files are looked at.
 pub const CHECK_EVERY: Duration = Duration::from_secs(10);
@@ -31,7 +33,7 @@ pub enum ClientError {
     #[error("agents.{agent}.tls.{source}")]
     Files {
         agent: String,
-        source: crate::config::TlsFileError,
+        source: AgentTlsError,
     },
     #[error("agents.{agent}: {message}")]
     Build { agent: String, message: String },

@@ -7,7 +7,8 @@
 
 use std::sync::Arc;
 
-use agui_gateway::config::{AgentConfig, Config, OriginRule};
+use agui_edge::cors::OriginRule;
+use agui_gateway::config::{AgentConfig, Config};
 use agui_gateway::http::router::router;
 use agui_gateway::state::{AppState, Shutdown};
 use axum::Router;

@@ -31,7 +31,7 @@ use hyper_util::server::graceful::GracefulConnection;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
-use super::h2::Watch;
+use crate::h2::Watch;
 
 /// What a connection may take after `stop` to send its streams' last
 /// frames (the relay's `RUN_ERROR`) and close; then it is dropped.
@@ -42,7 +42,7 @@ pub const AFTER_STOP: Duration = Duration::from_millis(500);
 const GOODBYE: Duration = Duration::from_millis(250);
 
 /// What asks a connection to finish.
-pub(super) struct Ends {
+pub(crate) struct Ends {
     pub stop: CancellationToken,
     /// HTTP/2's: a GOAWAY at once when draining.
     pub draining: Option<CancellationToken>,

@@ -9,7 +9,13 @@ use std::time::Duration;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter as Governor};
 
-use crate::config::RateLimit;
+/// Each caller's bucket: refilled at `per_second`, holding `burst`
+/// (`[rate_limit]`, `--rate-limit-per-second`, `--rate-limit-burst`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    pub per_second: u32,
+    pub burst: u32,
+}
 
 pub struct RateLimiter {
     buckets: Arc<DefaultKeyedRateLimiter<String>>,

@@ -1,15 +1,18 @@
 //! Browser access (CORS): tower-http's layer with the gateway's origin
-//! rules (`config::CorsConfig`). Outside every other check, so a preflight
+//! rules (`origins.rs`). Outside every other check, so a preflight
 //! is answered during a drain and without a credential, as browsers need;
 //! a refused origin gets no CORS header and a line in the log.
+
+mod origins;
 
 use std::sync::Arc;
 
 use axum::http::{HeaderValue, header, request::Parts};
 use tower_http::cors::{AllowCredentials, AllowHeaders, AllowMethods, AllowOrigin, CorsLayer};
 
-use crate::config::CorsConfig;
-use crate::obs::throttle::LogThrottle;
+pub use origins::{CorsConfig, Origin, OriginRule};
+
+use crate::throttle::LogThrottle;
 
 /// The layer for `config`, or `None` when no origin is allowed.
 pub fn layer(config: &CorsConfig) -> Option<CorsLayer> {
@@ -43,7 +46,7 @@ pub fn layer(config: &CorsConfig) -> Option<CorsLayer> {
         })
     };
     // Only to the origins allowed (tower-http's plain `true` goes on every
-    // answer), and never with `*`: `config::CorsConfig::check` refuses that
+    // answer), and never with `*`: `CorsConfig::check` refuses that
     // when the configuration is read; should one get here, the narrower
     // answer wins.
     let credentials = if config.allow_credentials && !config.allows_any() {

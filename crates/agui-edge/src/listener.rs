@@ -27,20 +27,21 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
-use super::bodies::{Budget, CONNECTION_WINDOW};
-pub use super::drain::AFTER_STOP;
-use super::drain::Ends;
-use super::h2::Watch;
-use super::tls::{EdgeTls, Negotiated};
-use crate::obs::metrics::Metrics;
-use crate::obs::throttle::LogThrottle;
+use crate::bodies::{Budget, CONNECTION_WINDOW};
+pub use crate::drain::AFTER_STOP;
+use crate::drain::Ends;
+use crate::h2::Watch;
+use crate::preface::sniff;
+use crate::refusal;
+use crate::throttle::LogThrottle;
+use crate::tls::{AgreedProtocol, EdgeTls};
 
 /// The bounds of one listener.
 #[derive(Debug, Clone, Copy)]
@@ -62,11 +63,10 @@ const MAX_REFUSALS: usize = 64;
 
 /// The 503 a connection over the cap gets, written without HTTP parsing.
 static REFUSAL: std::sync::LazyLock<Vec<u8>> = std::sync::LazyLock::new(|| {
-    let body = serde_json::json!({ "error": {
-        "code": a2a_agui::ErrorCode::GatewayConnectionsFull.as_str(),
-        "message": "the gateway has all the connections it takes; retry later",
-        "side": a2a_agui::ErrorCode::GatewayConnectionsFull.side().as_str(),
-    } })
+    let body = refusal::body(
+        a2a_agui::ErrorCode::GatewayConnectionsFull,
+        "the gateway has all the connections it takes; retry later",
+    )
     .to_string();
     format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
@@ -95,6 +95,15 @@ pub struct DrainSignals {
     pub stop: CancellationToken,
 }
 
+/// What the listener counts, for the operator's metrics (the gateway's
+/// `agui_gateway_open_connections` and `agui_gateway_refused_connections_total`).
+pub trait ConnectionCounts: Send + Sync {
+    /// A connection over `max_connections`, refused.
+    fn refused_connection(&self);
+    /// `delta` is +1 when a connection opens, -1 when it closes.
+    fn open_connections(&self, delta: i64);
+}
+
 /// How a request came in, for what must not take a client's word for it
 /// (the scheme a forwarded request names, the card's base).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,7 +121,7 @@ pub async fn serve(
     listener: TcpListener,
     app: Router,
     limits: ConnectionLimits,
-    metrics: Arc<Metrics>,
+    counts: Arc<dyn ConnectionCounts>,
     drain: DrainSignals,
     tls: Option<Arc<EdgeTls>>,
 ) {
@@ -142,7 +151,7 @@ pub async fn serve(
             }
         };
         let Ok(slot) = slots.clone().try_acquire_owned() else {
-            metrics.count_refused_connection();
+            counts.refused_connection();
             if refused_log.due() {
                 tracing::warn!(
                     max_connections = limits.max_connections,
@@ -159,7 +168,7 @@ pub async fn serve(
         };
         // Each event must leave at once: no Nagle delay on small writes.
         let _ = stream.set_nodelay(true);
-        let open = OpenConnection::new(metrics.clone());
+        let open = OpenConnection::new(counts.clone());
         let protocols = protocols.clone();
         let app = app.clone();
         let drain = drain.clone();
@@ -232,7 +241,7 @@ impl Protocols {
                 let Some(io) = opening(stop, within, tls.acceptor().accept(io)).await else {
                     return;
                 };
-                let protocol = Negotiated::of(io.get_ref().1.alpn_protocol());
+                let protocol = AgreedProtocol::of_alpn(io.get_ref().1.alpn_protocol());
                 self.requests(io, protocol, at, app, drain).await;
             }
             None => {
@@ -247,7 +256,7 @@ impl Protocols {
     async fn requests<I>(
         &self,
         io: I,
-        protocol: Negotiated,
+        protocol: AgreedProtocol,
         at: Arrival,
         app: Router,
         drain: DrainSignals,
@@ -262,7 +271,7 @@ impl Protocols {
         } = at;
         let transport = Transport { secure };
         match protocol {
-            Negotiated::Http1 => {
+            AgreedProtocol::Http1 => {
                 let app = app.map_request(move |mut request: Request<Incoming>| {
                     request.extensions_mut().insert(ConnectInfo(peer));
                     request.extensions_mut().insert(transport);
@@ -289,7 +298,7 @@ impl Protocols {
                 };
                 ends.drive(connection, std::future::pending()).await;
             }
-            Negotiated::Http2 => {
+            AgreedProtocol::Http2 => {
                 let watch = Watch::new(accepted);
                 let budget = Budget::for_bodies_of(self.limits.max_request_bytes);
                 let service = {
@@ -351,95 +360,6 @@ struct Arrival {
     secure: bool,
 }
 
-/// The HTTP/2 connection preface (RFC 9113 3.4).
-const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
-/// Reads until the bytes are not the HTTP/2 preface (HTTP/1.1, most often
-/// at the first byte) or are all of it; what was read is read again by
-/// the protocol that follows.
-async fn sniff<I: AsyncRead + Unpin>(mut io: I) -> io::Result<(Prefixed<I>, Negotiated)> {
-    let mut seen = [0u8; PREFACE.len()];
-    let mut len = 0;
-    loop {
-        let read = io.read(&mut seen[len..]).await?;
-        if read == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        len += read;
-        let protocol = if seen[..len] != PREFACE[..len] {
-            Negotiated::Http1
-        } else if len == PREFACE.len() {
-            Negotiated::Http2
-        } else {
-            continue;
-        };
-        return Ok((
-            Prefixed {
-                seen,
-                start: 0,
-                len,
-                io,
-            },
-            protocol,
-        ));
-    }
-}
-
-/// A connection whose first bytes were read already.
-struct Prefixed<I> {
-    seen: [u8; PREFACE.len()],
-    start: usize,
-    len: usize,
-    io: I,
-}
-
-impl<I: AsyncRead + Unpin> AsyncRead for Prefixed<I> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        if self.start < self.len {
-            let take = (self.len - self.start).min(buf.remaining());
-            let start = self.start;
-            buf.put_slice(&self.seen[start..start + take]);
-            self.start += take;
-            return Poll::Ready(Ok(()));
-        }
-        Pin::new(&mut self.io).poll_read(cx, buf)
-    }
-}
-
-impl<I: AsyncWrite + Unpin> AsyncWrite for Prefixed<I> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-}
-
 /// The request's URI names the scheme the connection is, whatever the
 /// client wrote (an absolute-form `https://…` target over clear text, an
 /// HTTP/2 `:scheme`): what reads the URI (the card's base) can trust it.
@@ -488,18 +408,18 @@ fn host_from_authority<B>(request: &mut Request<B>) {
 
 /// Counts a connection in the open-connections gauge while it lives (a
 /// `Drop`, so a connection task that ends any way uncounts it).
-struct OpenConnection(Arc<Metrics>);
+struct OpenConnection(Arc<dyn ConnectionCounts>);
 
 impl OpenConnection {
-    fn new(metrics: Arc<Metrics>) -> OpenConnection {
-        metrics.count_open_connection(1);
-        OpenConnection(metrics)
+    fn new(counts: Arc<dyn ConnectionCounts>) -> OpenConnection {
+        counts.open_connections(1);
+        OpenConnection(counts)
     }
 }
 
 impl Drop for OpenConnection {
     fn drop(&mut self) {
-        self.0.count_open_connection(-1);
+        self.0.open_connections(-1);
     }
 }
 

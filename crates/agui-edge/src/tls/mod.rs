@@ -6,6 +6,8 @@
 //! is warned about once per change and the one that worked stays; it is
 //! tried again at every look, so one that becomes valid is taken.
 
+mod files;
+
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime};
 
@@ -15,7 +17,10 @@ use rustls::sign::CertifiedKey;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{FileStamp, ServeTls, TlsFileError};
+pub use files::{
+    FileStamp, MAX_TLS_FILE_BYTES, ServeTls, TLS_FILE_KEYS, TLS_FLAGS, TlsFileError,
+    check_certificates, read_bounded,
+};
 
 /// How often the certificate files are looked at (two `stat` calls).
 pub const CHECK_EVERY: Duration = Duration::from_secs(2);
@@ -24,20 +29,21 @@ pub const CHECK_EVERY: Duration = Duration::from_secs(2);
 const ALPN_H2: &[u8] = b"h2";
 const ALPN_HTTP11: &[u8] = b"http/1.1";
 
-/// The protocol a TLS connection agreed on.
+/// The protocol a connection agreed on: by ALPN over TLS, by the preface
+/// (or its absence) in clear text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Negotiated {
+pub enum AgreedProtocol {
     Http2,
     Http1,
 }
 
-impl Negotiated {
+impl AgreedProtocol {
     /// What ALPN chose; a client that offered none speaks HTTP/1.1.
-    pub fn of(alpn: Option<&[u8]>) -> Negotiated {
+    pub fn of_alpn(alpn: Option<&[u8]>) -> AgreedProtocol {
         if alpn == Some(ALPN_H2) {
-            Negotiated::Http2
+            AgreedProtocol::Http2
         } else {
-            Negotiated::Http1
+            AgreedProtocol::Http1
         }
     }
 }
@@ -83,11 +89,7 @@ impl EdgeTls {
         // rather than a panic.
         let mut config = ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| TlsFileError::File {
-                key: files.names[0],
-                path: files.cert.display().to_string(),
-                message: e.to_string(),
-            })?
+            .map_err(|e| TlsFileError::at(files.names[0], &files.cert, &e.to_string()))?
             .with_no_client_auth()
             .with_cert_resolver(pair.clone());
         config.alpn_protocols = vec![ALPN_H2.to_vec(), ALPN_HTTP11.to_vec()];
@@ -160,7 +162,6 @@ impl EdgeTls {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::TLS_FLAGS;
 
     fn pair(dir: &std::path::Path, name: &str) -> ServeTls {
         let key = rcgen::KeyPair::generate().expect("a key");

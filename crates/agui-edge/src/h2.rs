@@ -71,9 +71,9 @@ struct Stream {
 
 /// Counts a request in flight while its handler runs (a `Drop`: a
 /// request reset before its response is uncounted too).
-pub struct InFlight(Arc<Watch>);
+pub struct UnansweredRequest(Arc<Watch>);
 
-impl Drop for InFlight {
+impl Drop for UnansweredRequest {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
         self.0.touch();
@@ -126,11 +126,11 @@ impl Watch {
         self.last_active.store(self.now_ms(), Ordering::Relaxed);
     }
 
-    pub fn request(self: &Arc<Self>) -> InFlight {
+    pub fn request(self: &Arc<Self>) -> UnansweredRequest {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         self.asked.store(true, Ordering::Relaxed);
         self.touch();
-        InFlight(self.clone())
+        UnansweredRequest(self.clone())
     }
 
     /// The response's body, watched.

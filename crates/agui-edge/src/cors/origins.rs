@@ -1,6 +1,5 @@
 //! Which browser origins may call the gateway (`[cors]`, `--cors-origin`),
-//! checked once when the configuration is read; `crate::edge::cors` makes the
-//! layer from it.
+//! checked once when the configuration is read; the layer is made from it.
 
 use std::time::Duration;
 

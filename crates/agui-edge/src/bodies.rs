@@ -7,7 +7,7 @@
 //! Every HTTP/2 request body is wrapped in a `Budgeted` body that charges
 //! the connection's `Budget` for the bytes it hands on, and gives them
 //! back when it is dropped. The gateway reads a body whole before using it
-//! (`http::agui_routes::read_body`), so what a body handed on and what its
+//! (the gateway's `http::agui_routes::read_body`), so what a body handed on and what its
 //! reader holds are the same bytes, until the read ends and the body is
 //! dropped. A body that would take the connection past its budget fails
 //! with `BodiesInFlight` at once (the reader answers 503 and hyper resets
