@@ -82,14 +82,17 @@ pages() {
     return "$status"
 }
 background build cargo build --workspace --all-targets --locked
-background clients tests/conformance/setup.sh
-background agents bash tests/agents/setup.sh
-background copilotkit bash tests/copilotkit/setup.sh
-background authz bash tests/authz/setup.sh
+# The installs at nice 19: what they need of the cores (unpacking wheels and
+# node packages) goes to them only when the build and tier 1, which start
+# first and watch the clock, leave a core idle.
+background clients nice -n 19 tests/conformance/setup.sh
+background agents nice -n 19 bash tests/agents/setup.sh
+background copilotkit nice -n 19 bash tests/copilotkit/setup.sh
+background authz nice -n 19 bash tests/authz/setup.sh
 # One apt-get update for both.
-background apt bash scripts/apt-install.sh redis-server=redis-server chromium=chromium
-background frameworks bash tests/frameworks/setup.sh
-background pages pages
+background apt nice -n 19 bash scripts/apt-install.sh redis-server=redis-server chromium=chromium
+background frameworks nice -n 19 bash tests/frameworks/setup.sh
+background pages nice -n 19 bash -c "$(declare -f pages); pages"
 
 step "cargo fmt --check" cargo fmt --all -- --check
 step "module graphs have no cycle" python3 scripts/module_graph.py --quiet

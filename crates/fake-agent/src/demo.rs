@@ -71,13 +71,7 @@ pub(crate) fn respond(delay: Duration, body: &[u8]) -> Response {
     if !message.is_object() {
         return error(&id, -32602, "params.message is required");
     }
-    let text: String = message["parts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|p| p["text"].as_str())
-        .collect::<Vec<_>>()
-        .join(" ");
+    let text = crate::message_text(message);
     let context = message["contextId"]
         .as_str()
         .map_or_else(|| format!("ctx-{}", short_hash(&text)), str::to_owned);

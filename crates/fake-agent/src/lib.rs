@@ -126,6 +126,18 @@ impl Agent {
     }
 }
 
+/// A JSON-RPC message's text parts, joined by spaces (what the demo answers
+/// and the load plans read).
+fn message_text(message: &Value) -> String {
+    message["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["text"].as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The state every request sees.
 #[derive(Clone)]
 struct Served {

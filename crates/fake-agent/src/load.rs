@@ -58,13 +58,7 @@ impl Pacer {
     pub(crate) fn answer(&self, body: &[u8]) -> Response {
         let request: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
         let v10 = request["method"] == "SendStreamingMessage";
-        let text: String = request["params"]["message"]["parts"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let text = crate::message_text(&request["params"]["message"]);
         let plan = plan(&self.defaults, &text);
         let n = self.tasks.fetch_add(1, Ordering::Relaxed);
         let (task, context) = (format!("task-{n}"), format!("ctx-{n}"));

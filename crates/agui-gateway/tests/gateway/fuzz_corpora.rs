@@ -18,15 +18,20 @@ mod sse_convert;
 #[path = "../../../../fuzz/checks/upstream_url.rs"]
 mod upstream_url;
 
-/// The files of `dir`, sorted (a failure names the same input each run).
-fn files_in(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+/// The entries of `dir` that `keep` keeps, sorted (a failure names the same
+/// input each run).
+fn entries(dir: &Path, keep: fn(&Path) -> bool) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|entry| entry.expect("a directory entry").path())
-        .filter(|path| path.is_file())
+        .filter(|path| keep(path))
         .collect();
-    files.sort();
-    files
+    entries.sort();
+    entries
+}
+
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    entries(dir, Path::is_file)
 }
 
 /// Runs `check` over every input of the target's committed corpus; a
@@ -75,7 +80,7 @@ fn sse_convert_corpus() {
 fn sse_convert_goldens_and_recordings() {
     let root = repo_root();
     let mut inputs = Vec::new();
-    for dir in files_dirs(&root.join("tests/golden")) {
+    for dir in entries(&root.join("tests/golden"), Path::is_dir) {
         inputs.extend(
             files_in(&dir)
                 .into_iter()
@@ -106,14 +111,4 @@ fn sse_convert_goldens_and_recordings() {
             run_one("sse_convert", path, &data, sse_convert::check);
         }
     }
-}
-
-fn files_dirs(dir: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|entry| entry.expect("a directory entry").path())
-        .filter(|path| path.is_dir())
-        .collect();
-    dirs.sort();
-    dirs
 }
