@@ -72,22 +72,25 @@ impl Agent {
             let _ = stream.set_nodelay(true);
         });
         let log = Arc::new(Mutex::new(Log::default()));
-        let grpc = match &behaviour {
-            Behaviour::Load(defaults) => {
+        let mode = match behaviour {
+            Behaviour::Load(defaults) => Mode::Load(load::Pacer::new(defaults)),
+            Behaviour::Demo { delay } => Mode::Demo(delay),
+            Behaviour::Faults => Mode::Faults,
+        };
+        // Both bindings answer from one pacer: one count of tasks, so no
+        // two streams share a task id whichever binding they came by.
+        let grpc = match &mode {
+            Mode::Load(pacer) => {
                 let grpc = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
                 let grpc_addr = grpc.local_addr()?;
-                tokio::spawn(grpc::serve(grpc, load::Pacer::new(defaults.clone())));
+                tokio::spawn(grpc::serve(grpc, pacer.clone()));
                 Some(grpc_addr)
             }
             _ => None,
         };
         let served = Served {
             url: format!("http://{addr}/"),
-            behaviour: match behaviour {
-                Behaviour::Load(defaults) => Mode::Load(load::Pacer::new(defaults)),
-                Behaviour::Demo { delay } => Mode::Demo(delay),
-                Behaviour::Faults => Mode::Faults,
-            },
+            behaviour: mode,
             log: log.clone(),
         };
         let mut app = Router::new()
