@@ -4,7 +4,8 @@
 //! - `read`: everything agents send, in every dialect (0.2/0.3 JSON-RPC,
 //!   1.0, 0.3 ProtoJSON, ACP) and vendor convention (Hector, ACP, Agent
 //!   Stack, multimodal commands), turned into one typed vocabulary; a
-//!   lenient `Value` reader and a borrowing fast reader for plain text.
+//!   lenient `Value` reader and a borrowing fast reader for plain text;
+//!   a polled task's reads as the stream items they stand for.
 //! - `convert`: the [`Converter`] state machine, split by concern (run
 //!   lifecycle, the open block, tool calls, artifacts, repeat detection).
 //! - `event`: the AG-UI events written, with a typed value for every
@@ -57,6 +58,9 @@ pub use messages::{
     FunctionCall, MAX_CALLS, MAX_MESSAGE_BYTES, MAX_MESSAGES, Message, MessageFold, ToolCall,
 };
 pub use pipeline::{StreamConverter, convert_recording, looks_like_sse};
-pub use read::{A2aMessage, ErrorReport, FileRef, MAX_ID_BYTES, PartBody, error_report, part_body};
+pub use read::{
+    A2aMessage, ErrorReport, FileRef, MAX_ID_BYTES, PartBody, Polled, TaskPoll, error_report,
+    part_body,
+};
 pub use sse::{DEFAULT_MAX_EVENT_BYTES, SseError, SseEvent, SseParser};
 pub use state::{RunState, TaskState};

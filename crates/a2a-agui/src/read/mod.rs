@@ -21,6 +21,7 @@ mod hector;
 mod hints;
 mod json;
 mod part;
+mod polled;
 mod said;
 mod shape;
 mod tool;
@@ -38,6 +39,7 @@ pub(crate) use hints::{commands, is_empty_value};
 pub use json::MAX_ID_BYTES;
 pub(crate) use json::Object;
 pub use part::{FileRef, PartBody, part_body};
+pub use polled::{Polled, TaskPoll};
 pub(crate) use said::one_line;
 pub(crate) use shape::event_tools;
 

@@ -5,6 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use a2a_agui::{Converter, Event, Options, StreamEnd};
 use serde_json::Value;
 
 pub fn check_sequence(events: &[Value]) -> Result<(), String> {
@@ -273,4 +274,18 @@ pub fn parse_agui_body(body: &[u8]) -> Result<Vec<Value>, String> {
         events.push(serde_json::from_str(json).map_err(|e| format!("{e}: {json}"))?);
     }
     Ok(events)
+}
+
+/// The AG-UI events, as JSON, of a run whose agent sent `items`, then
+/// ended.
+pub fn convert_items(items: &[Value]) -> Vec<Value> {
+    let mut converter = Converter::with_sequential_ids(Options::default());
+    let mut out: Vec<Event> = Vec::new();
+    for item in items {
+        converter.push_value(item, &mut out);
+    }
+    converter.finish(StreamEnd::Eof, &mut out);
+    out.iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect()
 }

@@ -12,20 +12,11 @@ mod common;
 mod text_streams;
 mod tool_calls;
 
-use a2a_agui::{Converter, Event, Options, StreamEnd};
 use common::check_sequence;
 use serde_json::{Value, json};
 
 fn convert(items: &[Value]) -> Vec<Value> {
-    let mut converter = Converter::with_sequential_ids(Options::default());
-    let mut out: Vec<Event> = Vec::new();
-    for item in items {
-        converter.push_value(item, &mut out);
-    }
-    converter.finish(StreamEnd::Eof, &mut out);
-    out.iter()
-        .map(|e| serde_json::to_value(e).unwrap())
-        .collect()
+    common::convert_items(items)
 }
 
 fn rpc(result: Value) -> Value {

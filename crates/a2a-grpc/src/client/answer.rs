@@ -15,6 +15,9 @@ use crate::status::classify;
 pub struct JsonRpcAnswer {
     pub headers: HeaderMap,
     pub body: JsonRpcBody,
+    /// The agent refused the call's credentials (`UNAUTHENTICATED`): what
+    /// HTTP's 401 is, for a caller that renews a token.
+    pub unauthenticated: bool,
 }
 
 /// What the answer's body is.
@@ -75,6 +78,7 @@ pub(super) fn refused(id: Value, code: i64, message: &str) -> JsonRpcAnswer {
     JsonRpcAnswer {
         headers: content_type("application/json"),
         body: JsonRpcBody::Json(Bytes::from(body.to_string())),
+        unauthenticated: false,
     }
 }
 
@@ -124,8 +128,10 @@ pub(super) fn json_answer((reply, answer): (Reply, Result<Value, tonic::Status>)
         return JsonRpcAnswer {
             headers: HeaderMap::new(),
             body: JsonRpcBody::Unreachable(status.clone()),
+            unauthenticated: false,
         };
     }
+    let unauthenticated = unauthenticated(&answer);
     let body = match answer {
         Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
         Err(status) => json!({ "jsonrpc": "2.0", "id": id, "error": error_object(&status) }),
@@ -133,7 +139,12 @@ pub(super) fn json_answer((reply, answer): (Reply, Result<Value, tonic::Status>)
     JsonRpcAnswer {
         headers: content_type("application/json"),
         body: JsonRpcBody::Json(Bytes::from(body.to_string())),
+        unauthenticated,
     }
+}
+
+pub(super) fn unauthenticated<T>(answer: &Result<T, tonic::Status>) -> bool {
+    matches!(answer, Err(status) if status.code() == tonic::Code::Unauthenticated)
 }
 
 impl JsonRpcAnswer {

@@ -10,7 +10,7 @@ use http::uri::PathAndQuery;
 use serde_json::{Value, json};
 use tonic_prost::ProstCodec;
 
-use super::answer::{Reply, content_type, error_frame, json_answer, refused};
+use super::answer::{Reply, content_type, error_frame, json_answer, refused, unauthenticated};
 use super::{BrokenStream, GrpcAgent, JsonRpcAnswer, JsonRpcBody, Service, is_cut, not_connected};
 use crate::dialect::Dialect;
 use crate::requests::{self, CallError, ServiceCall};
@@ -31,7 +31,32 @@ impl GrpcAgent {
             return refused(Value::Null, -32700, "the request body is not JSON");
         };
         let id = body.get("id").cloned().unwrap_or(Value::Null);
-        match self.answer(&body, id.clone(), headers, deadline).await {
+        let call = match requests::call_of(&body) {
+            Ok(call) => call,
+            Err(err) => return refused(id, err.code(), &err.to_string()),
+        };
+        let method = body
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        self.call(call, (id, Dialect::of_method(method)), headers, deadline)
+            .await
+    }
+
+    /// Makes `call` and answers as JSON-RPC would have, with the call's
+    /// `id`, in `dialect`: the typed entry point, for a caller that knows
+    /// what it calls (the gateway's own calls), where `execute` reads a
+    /// JSON-RPC body first.
+    pub async fn call(
+        &self,
+        call: ServiceCall,
+        (id, dialect): (Value, Dialect),
+        headers: &HeaderMap,
+        deadline: Option<Duration>,
+    ) -> JsonRpcAnswer {
+        let reply = Reply { id, dialect };
+        let id = reply.id.clone();
+        match self.answer(call, reply, headers, deadline).await {
             Ok(answer) => answer,
             Err(err) => refused(id, err.code(), &err.to_string()),
         }
@@ -39,20 +64,11 @@ impl GrpcAgent {
 
     async fn answer(
         &self,
-        body: &Value,
-        id: Value,
+        call: ServiceCall,
+        id: Reply,
         headers: &HeaderMap,
         deadline: Option<Duration>,
     ) -> Result<JsonRpcAnswer, CallError> {
-        let call = requests::call_of(body)?;
-        let method = body
-            .get("method")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let id = Reply {
-            id,
-            dialect: Dialect::of_method(method),
-        };
         Ok(match (call, self.service) {
             (
                 ServiceCall::Send {
@@ -250,49 +266,52 @@ impl GrpcAgent {
             grpc.ready().await.map_err(not_connected)?;
             grpc.server_streaming(request, path, codec).await
         };
-        let body: futures::stream::BoxStream<'static, Result<Bytes, BrokenStream>> =
-            match opened.await {
-                Ok(response) => {
-                    let items = response.into_inner();
-                    let frames = futures::stream::unfold(
-                        (items, id, false),
-                        move |(mut items, id, done)| async move {
-                            if done {
-                                return None;
+        let opened = opened.await;
+        let unauthenticated = unauthenticated(&opened);
+        let body: futures::stream::BoxStream<'static, Result<Bytes, BrokenStream>> = match opened {
+            Ok(response) => {
+                let items = response.into_inner();
+                let frames = futures::stream::unfold(
+                    (items, id, false),
+                    move |(mut items, id, done)| async move {
+                        if done {
+                            return None;
+                        }
+                        match items.message().await {
+                            Ok(Some(item)) => {
+                                // An empty item: a keep-alive comment.
+                                let frame = to_frame(&item, &id)
+                                    .unwrap_or_else(|| Bytes::from_static(b": empty item\n\n"));
+                                Some((Ok(frame), (items, id, false)))
                             }
-                            match items.message().await {
-                                Ok(Some(item)) => {
-                                    // An empty item: a keep-alive comment.
-                                    let frame = to_frame(&item, &id)
-                                        .unwrap_or_else(|| Bytes::from_static(b": empty item\n\n"));
-                                    Some((Ok(frame), (items, id, false)))
-                                }
-                                Ok(None) => None,
-                                Err(status) if is_cut(&status) => {
-                                    let cut = BrokenStream(status.message().to_owned());
-                                    Some((Err(cut), (items, id, true)))
-                                }
-                                Err(status) => {
-                                    Some((Ok(error_frame(&id.id, &status)), (items, id, true)))
-                                }
+                            Ok(None) => None,
+                            Err(status) if is_cut(&status) => {
+                                let cut = BrokenStream(status.message().to_owned());
+                                Some((Err(cut), (items, id, true)))
                             }
-                        },
-                    );
-                    frames.boxed()
-                }
-                Err(status) if is_cut(&status) => {
-                    return JsonRpcAnswer {
-                        headers: HeaderMap::new(),
-                        body: JsonRpcBody::Unreachable(status),
-                    };
-                }
-                Err(status) => {
-                    futures::stream::once(async move { Ok(error_frame(&id.id, &status)) }).boxed()
-                }
-            };
+                            Err(status) => {
+                                Some((Ok(error_frame(&id.id, &status)), (items, id, true)))
+                            }
+                        }
+                    },
+                );
+                frames.boxed()
+            }
+            Err(status) if is_cut(&status) => {
+                return JsonRpcAnswer {
+                    headers: HeaderMap::new(),
+                    body: JsonRpcBody::Unreachable(status),
+                    unauthenticated: false,
+                };
+            }
+            Err(status) => {
+                futures::stream::once(async move { Ok(error_frame(&id.id, &status)) }).boxed()
+            }
+        };
         JsonRpcAnswer {
             headers: content_type("text/event-stream"),
             body: JsonRpcBody::Stream(body),
+            unauthenticated,
         }
     }
 }

@@ -37,8 +37,11 @@ use crate::obs::access::{AccessNote, Mode};
 use crate::random::random_u64;
 use crate::relay::{self, Conversion};
 use crate::state::{AppHandle, StreamsFull};
-use crate::upstream::Agent;
-use crate::upstream::outbound::{self, Forwarded};
+use crate::upstream::Call;
+use crate::upstream::call::Called;
+use crate::upstream::outbound::Forwarded;
+use crate::upstream::poll::{RunAnswer, RunCalled};
+use crate::upstream::{Agent, TaskCall};
 
 /// Why a `RunAgentInput` is refused, before anything of it is kept or
 /// sent; the message says what is wrong.
@@ -164,7 +167,6 @@ pub async fn run(state: AppHandle, agent: Arc<Agent>, call: RunCall) -> Result<R
         on_delivered: Some(Box::new(on_delivered)),
         tap,
     };
-    let rpc_id = format!("agui-{run_id}-{:x}", random_u64());
     // The run is the answer to the send, or, when the client only
     // cancelled, to the cancel.
     let send = match upstream {
@@ -178,21 +180,32 @@ pub async fn run(state: AppHandle, agent: Arc<Agent>, call: RunCall) -> Result<R
             Ok(message)
         }
     };
-    let request = async {
+    let limit = state.config.limits.max_event_bytes;
+    let call = async {
+        let route = agent.route().await;
         match send {
             Ok(mut message) => {
                 // Minted per request: a resumed run repeats its run id.
                 message.message_id = thread.message_id(random_u64());
-                outbound::build(&agent, &headers, &message, &rpc_id, &activate).await
+                agent
+                    .run(route, (&message, &activate), &headers, limit)
+                    .await
             }
-            Err(task) => outbound::cancel(&agent, &headers, &task).await,
+            Err(task) => {
+                let cancel = Call::Task(TaskCall::Cancel, &task);
+                let Called { answer, span } = agent.call(&route, cancel, &headers).await;
+                RunCalled {
+                    answer: answer.map(RunAnswer::Body),
+                    span,
+                }
+            }
         }
     };
     let opened = relay::open(
         &state,
         agent.clone(),
         headers.clone(),
-        request,
+        call,
         conversion,
         identity,
     );

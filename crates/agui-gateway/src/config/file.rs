@@ -22,8 +22,9 @@ use agui_edge::tls::{ServeTls, TLS_FILE_KEYS};
 use super::env::Environment;
 use super::forward_policy::{ForwardPolicy, TrustedProxies};
 use super::limits::{at_least_one, journal_config, limits_config};
+use super::reach::{BindingPin, ModePin, UnknownValue};
 use super::schema::{Cors, FileAgent, FileAuth, FileConfig, FileServeTls};
-use super::{A2aVersion, AgentConfig, Config, ConfigError, random_gateway_id};
+use super::{A2aVersion, AgentConfig, Config, ConfigError, Reach, random_gateway_id};
 
 /// `text` (the file's, possibly empty) with what `env` sets and
 /// references (`env.rs`), checked.
@@ -392,6 +393,19 @@ fn agent_config(
             }
         };
     }
+    let mut reach = Reach::default();
+    let wrong = |v: &Spanned<String>, key: &str, e: UnknownValue| {
+        at(v.span(), format!("agents.{name}.{key}: {e}"))
+    };
+    if let Some(v) = &agent.binding {
+        let pin: BindingPin = v.get_ref().parse().map_err(|e| wrong(v, "binding", e))?;
+        reach.binding = pin.0;
+    }
+    if let Some(v) = &agent.mode {
+        let pin: ModePin = v.get_ref().parse().map_err(|e| wrong(v, "mode", e))?;
+        reach.mode = pin.0;
+    }
+    config.reach = reach;
     let format = match (&agent.format, &agent.output) {
         (Some(format), Some(output)) => {
             let later = format.span().start.max(output.span().start);

@@ -57,6 +57,8 @@
 //! [agents.assistant]
 //! upstream = "http://127.0.0.1:9999/"
 //! a2a_version = "auto"          # "0.3" or "1.0" to skip card detection
+//! binding = "auto"              # or "jsonrpc", "http+json", "grpc": else the card's first
+//! mode = "auto"                 # or "stream", "poll": else the card's capabilities.streaming
 //! format = "agui"               # or "hector" (`output` is the older name)
 //! headers = { "X-Trace-Tenant" = "eu" }
 //! headers_env = { "X-API-KEY" = "ASSISTANT_API_KEY" }   # value from the environment
@@ -90,6 +92,7 @@ pub mod flags;
 pub mod forward_policy;
 mod identity_flags;
 mod limits;
+pub mod reach;
 mod schema;
 mod upstream_auth;
 mod upstream_tls;
@@ -108,6 +111,7 @@ pub use agui_journal::{Backend, JournalConfig, JournalLimits};
 pub use card_signing::{CardKeys, CardSigning};
 pub use env::Environment;
 pub use forward_policy::{ForwardPolicy, TrustedProxies};
+pub use reach::{Binding, Mode, Reach};
 pub use upstream_auth::{ClientAuth, OAuthClient, Secret, UpstreamAuth};
 pub use upstream_tls::{AgentTlsError, TlsMaterial, UpstreamTls};
 
@@ -143,11 +147,23 @@ pub enum A2aVersion {
     V10,
 }
 
+impl A2aVersion {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            A2aVersion::Auto => "auto",
+            A2aVersion::V03 => "0.3",
+            A2aVersion::V10 => "1.0",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
     pub name: String,
     pub upstream: Url,
     pub a2a_version: A2aVersion,
+    /// The binding and mode the configuration pins (`binding`, `mode`).
+    pub reach: Reach,
     /// What converted streams are written in unless the request asks.
     pub format: OutputFormat,
     pub headers: Vec<(String, String)>,
@@ -180,6 +196,7 @@ impl AgentConfig {
             name: name.into(),
             upstream,
             a2a_version: A2aVersion::Auto,
+            reach: Reach::default(),
             format: OutputFormat::Agui,
             headers: Vec::new(),
             headers_env: Vec::new(),

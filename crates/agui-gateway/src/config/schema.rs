@@ -98,6 +98,8 @@ pub(super) struct FileRateLimit {
 pub(super) struct FileAgent {
     pub(super) upstream: Spanned<String>,
     pub(super) a2a_version: Option<Spanned<String>>,
+    pub(super) binding: Option<Spanned<String>>,
+    pub(super) mode: Option<Spanned<String>>,
     pub(super) format: Option<Spanned<String>>,
     /// The older name of `format`.
     pub(super) output: Option<Spanned<String>>,

@@ -14,6 +14,7 @@ use super::paths::ExtendedCard;
 use crate::agui::extension;
 use crate::config::Config;
 use crate::signing::{Policy, Signer, Verdict};
+use crate::upstream::call::Called;
 use crate::upstream::headers::{first_value, list_values};
 use crate::upstream::outbound::{self, Forwarded};
 use crate::upstream::target::base_url;
@@ -81,7 +82,7 @@ pub async fn serve(
 ) -> Result<Response, ApiError> {
     let gateway_base = format!("{}{mount}", public_base(config, uri, headers));
     let upstream_base = base_url(&agent.config.upstream);
-    let outbound::Outgoing { request, span, .. } = outbound::card(agent, path, forwarded)?;
+    let (request, span) = outbound::card(agent, path, forwarded)?;
     let fetched = agent.read_card(request).await;
     match &fetched {
         Ok(Some(_)) => {}
@@ -259,25 +260,16 @@ pub async fn serve_extended(
     (uri, headers, mount): (&Uri, &HeaderMap, &str),
     forwarded: &Forwarded,
 ) -> Result<Response, ApiError> {
-    let outbound::Outgoing {
-        request,
-        span,
-        renewal,
-    } = outbound::passthrough(agent, method, url, forwarded, body);
-    let response = outbound::send(
-        agent,
-        request.timeout(agent.card_timeout()),
-        renewal.as_ref(),
-    )
-    .await
-    .map_err(|_| {
+    let deadline = Some(agent.card_timeout());
+    let Called { answer, span } = agent.pass((method, url), forwarded, body, deadline).await;
+    let response = answer.map_err(|_| {
         span.fail("unreachable");
         unavailable(agent, "the extended agent card request failed")
     })?;
-    let status = response.status();
+    let status = response.status;
     span.answered(status);
     let answer = agent
-        .read_body(response)
+        .read_answer(response)
         .await
         .map_err(|err| unavailable(agent, &err.to_string()))?;
     let mut document = match answer::parse(&answer, CARD_ELEMENTS) {

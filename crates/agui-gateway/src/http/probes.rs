@@ -48,11 +48,26 @@ pub(super) async fn readyz(State(state): State<AppHandle>) -> Result<Response, A
     Ok(axum::Json(json!({ "ready": true, "agents": agents })).into_response())
 }
 
-/// An agent's health from its cached card state (fetched once if never).
+/// An agent's health from its cached card state (fetched once if never),
+/// and how runs reach it (`reachedBy`: its binding, dialect and mode,
+/// never its address).
 pub(super) async fn agent_health(agent: &Agent) -> Value {
     if matches!(agent.card_status(), CardStatus::Unknown) {
         let _ = agent.current_card().await;
     }
+    let mut health = health(agent);
+    let route = agent
+        .card()
+        .map_or_else(|| agent.configured_route(), |c| c.route.clone());
+    health["reachedBy"] = json!({
+        "binding": route.binding().as_str(),
+        "version": route.version().as_str(),
+        "mode": route.mode.as_str(),
+    });
+    health
+}
+
+fn health(agent: &Agent) -> Value {
     if let Some(err) = agent.credentials.as_ref().and_then(|c| c.failing()) {
         // The agent may be up, but no run can call it without a token.
         return json!({ "ready": false, "error": format!("no token for the agent: {err}") });

@@ -27,15 +27,16 @@ use super::{card, copilotkit, gate, grpc_passthrough, inspect, paths};
 use crate::http::negotiate::{Negotiated, negotiate, output_format, wants_agui};
 use crate::obs::access;
 use crate::obs::access::{AccessNote, Mode};
-use crate::random::random_u64;
 use crate::relay::{self, Conversion};
 use crate::resume;
 use crate::resume::WhenEmpty;
 use crate::signing::{Policy, Verdict};
 use crate::state::{AppHandle, AppState};
+use crate::upstream::Agent;
+use crate::upstream::call::Called;
 use crate::upstream::headers::{ReturnPolicy, returned_headers};
 use crate::upstream::outbound::{self, Forwarded};
-use crate::upstream::{Agent, UpstreamError};
+use crate::upstream::poll::{RunAnswer, RunCalled};
 
 pub fn router(state: AppHandle) -> Router {
     let mut router = Router::new().route("/healthz", get(healthz));
@@ -433,14 +434,22 @@ async fn convert(
         tap: false,
     };
     let Routed { url, forwarded } = routed;
-    let request = async {
+    let limit = state.config.limits.max_event_bytes;
+    let call = async {
+        let route = agent.route().await;
         match seed {
-            None => outbound::forward(&agent, parts.method.clone(), url, &forwarded, body),
+            None => {
+                let to = (parts.method.clone(), url);
+                let Called { answer, span } = agent.forward(&route, to, &forwarded, body).await;
+                RunCalled {
+                    answer: answer.map(RunAnswer::Body),
+                    span,
+                }
+            }
             Some(message) => {
-                let rpc_id = format!("agui-gateway-{:x}", random_u64());
                 // Extensions in the seed's message are not activated: a
                 // client wanting that sends the header itself.
-                outbound::build(&agent, &forwarded, &message, &rpc_id, &[]).await
+                agent.run(route, (&message, &[]), &forwarded, limit).await
             }
         }
     };
@@ -452,7 +461,7 @@ async fn convert(
         &state,
         agent.clone(),
         forwarded.clone(),
-        request,
+        call,
         conversion,
         identity,
     );
@@ -485,17 +494,12 @@ async fn passthrough(
         body,
         gateway_base,
     } = call;
-    let outbound::Outgoing {
-        request,
-        span,
-        renewal,
-    } = outbound::passthrough(agent, method, url, forwarded, body);
     let started = Instant::now();
-    let sent = outbound::send(agent, request, renewal.as_ref()).await;
-    let upstream = sent.map_err(|err| {
+    let Called { answer, span } = agent.pass((method, url), forwarded, body, None).await;
+    let upstream = answer.map_err(|err| {
         tracing::warn!(agent = agent.name(), "passthrough call failed: {err:?}");
         span.fail("unreachable");
-        let (code, message) = relay::unreachable(&UpstreamError::Request(err));
+        let (code, message) = relay::unreachable(&err);
         let status = if code == ErrorCode::UpstreamTimeout {
             StatusCode::GATEWAY_TIMEOUT
         } else {
@@ -507,7 +511,7 @@ async fn passthrough(
     state
         .metrics
         .observe_upstream_latency(agent.name(), started.elapsed());
-    let status = upstream.status();
+    let status = upstream.status;
     span.answered(status);
     let upstream_base = crate::upstream::target::base_url(&agent.config.upstream);
     let rewrite = |url: &str| card::rewrite_url(url, &upstream_base, &gateway_base);
@@ -515,9 +519,9 @@ async fn passthrough(
         cookies: agent.config.forward.cookie,
         rewrite: &rewrite,
     };
-    let headers = returned_headers(upstream.headers(), &policy);
+    let headers = returned_headers(&upstream.headers, &policy);
     let stop = state.shutdown.stop.clone();
-    let body = head_first(upstream.bytes_stream())
+    let body = head_first(upstream.body)
         .take_until(async move { stop.cancelled().await })
         .map(move |chunk| {
             // The place under `max_streams` and the call's span live as

@@ -72,7 +72,7 @@ impl RelayState {
             let broke = match &mut self.source {
                 Source::Lost => Broke::Lost,
                 Source::Done => return None,
-                Source::Events(body) | Source::Document(body, _) => {
+                Source::Events(body) | Source::Document(body, _) | Source::Items(body) => {
                     let chunk = match self.deferred.take() {
                         Some(chunk) => chunk,
                         None => tokio::select! {
@@ -168,6 +168,7 @@ impl RelayState {
         let mut out = take_scratch();
         match &mut self.source {
             Source::Events(_) | Source::Lost => self.convert_sse(bytes, &mut out),
+            Source::Items(_) => self.convert_item(bytes, &mut out),
             Source::Document(_, buffer) => {
                 if buffer.len() + bytes.len() > self.run.max_event_bytes {
                     let limit = self.run.max_event_bytes;
@@ -198,6 +199,17 @@ impl RelayState {
             // a stream that breaks later may be re-attached to as often
             // again.
             self.reattached = 0;
+        }
+        self.note_events();
+    }
+
+    /// Converts one item of a polled task onto `out`: a JSON document,
+    /// journaled as one.
+    fn convert_item(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
+        self.record(InputOp::Json, bytes);
+        encoded(self.stream.feed_json(bytes, now_ms(), out));
+        if self.stream.is_finished() {
+            self.source = Source::Done;
         }
         self.note_events();
     }

@@ -2,7 +2,8 @@
 //! end before the task reached a final or waiting state) while the run's
 //! task is known, the run re-attaches to the task instead of failing.
 //!
-//! Each attempt resubscribes in the agent's dialect (`tasks/resubscribe`,
+//! A polled run reads its task again where it left it. For a stream,
+//! each attempt resubscribes in the agent's dialect (`tasks/resubscribe`,
 //! `SubscribeToTask`), reads the task as stored (`tasks/get`, `GetTask`:
 //! a2a-sdk 0.3 sends no snapshot on resubscribe, and a task that ended
 //! meanwhile refuses one), feeds that snapshot, then the new stream. The
@@ -20,8 +21,12 @@ use futures::StreamExt;
 use super::{
     RelayState, Source, batch, encoded, is_event_stream, keep_scratch, now_ms, take_scratch,
 };
+use crate::config::Mode;
 use crate::obs::telemetry::CallSpan;
-use crate::upstream::outbound::{self, Forwarded, Outgoing};
+use crate::upstream::Call;
+use crate::upstream::call::Called;
+use crate::upstream::outbound::Forwarded;
+use crate::upstream::route::Route;
 use crate::upstream::{Agent, TaskCall, UpstreamBody, answer};
 
 /// The pause before each attempt: at most five, about 4 s of pauses in all
@@ -60,6 +65,21 @@ impl RelayState {
         let Some(task) = self.stream.converter().reattach_task().map(str::to_owned) else {
             return Healed::GaveUp(Bytes::new());
         };
+        let route = self.run.agent.route().await;
+        if route.mode == Mode::Poll {
+            // A polled task is read again where the run left it: the
+            // converter shows of each read only what it has not shown.
+            let limit = self.run.max_event_bytes;
+            let (agent, forwarded) = (&self.run.agent, &self.run.forwarded);
+            self.source = Source::Items(agent.poll_task(route, &task, forwarded, limit));
+            self.last_upstream = Instant::now();
+            tracing::info!(
+                agent = agent.name(),
+                task,
+                "polling the upstream task again"
+            );
+            return Healed::Resumed(Bytes::new());
+        }
         let mut shown = Vec::new();
         while let Some(&delay) = ATTEMPT_DELAYS_MS.get(self.reattached) {
             self.reattached += 1;
@@ -75,8 +95,8 @@ impl RelayState {
             }
             let (agent, forwarded) = (self.run.agent.clone(), self.run.forwarded.clone());
             let limit = self.run.max_event_bytes;
-            let subscribed = resubscribe(&agent, &forwarded, &task, limit).await;
-            let snapshot = read_task(&agent, &forwarded, &task, limit).await;
+            let subscribed = resubscribe(&agent, &route, &forwarded, &task, limit).await;
+            let snapshot = read_task(&agent, &route, &forwarded, &task, limit).await;
             self.stream.reattach();
             self.record(InputOp::Reattach, &[]);
             if let Some(snapshot) = snapshot {
@@ -123,16 +143,14 @@ impl RelayState {
 /// error as the stream's first event) or could not be reached.
 async fn resubscribe(
     agent: &Agent,
+    route: &Route,
     forwarded: &Forwarded,
     task: &str,
     limit: usize,
 ) -> Option<Subscribed> {
-    let Outgoing {
-        request,
-        span,
-        renewal,
-    } = outbound::task_call(agent, forwarded, TaskCall::Subscribe, task).await;
-    let Ok(response) = agent.send_stream(request, renewal.as_ref()).await else {
+    let call = Call::Task(TaskCall::Subscribe, task);
+    let Called { answer, span } = agent.call(route, call, forwarded).await;
+    let Ok(response) = answer else {
         span.fail("unreachable");
         return None;
     };
@@ -199,14 +217,13 @@ async fn resubscribe(
 /// The task as the agent stores it, when it answers with one.
 async fn read_task(
     agent: &Agent,
+    route: &Route,
     forwarded: &Forwarded,
     task: &str,
     limit: usize,
 ) -> Option<Vec<u8>> {
-    let document = outbound::task_call(agent, forwarded, TaskCall::Get, task)
-        .await
-        .answer(agent, limit)
-        .await?;
+    let call = Call::Task(TaskCall::Get, task);
+    let document = agent.answer(route, call, forwarded, limit).await?;
     (!refuses(&document)).then(|| document.into_bytes())
 }
 

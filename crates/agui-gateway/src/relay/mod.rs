@@ -37,11 +37,13 @@ use self::observe::RunObserver;
 use self::redis_run::RedisRun;
 use crate::obs::access::AccessNote;
 use crate::obs::metrics::Metrics;
-use crate::obs::telemetry::CallSpan;
 use crate::random::random_u64;
 use crate::state::{AppState, Shutdown, StreamsFull};
-use crate::upstream::outbound::{self, Forwarded, Outgoing};
-use crate::upstream::{Agent, StreamResponse, UpstreamBody, UpstreamError};
+use crate::upstream::Call;
+use crate::upstream::call::Called;
+use crate::upstream::outbound::Forwarded;
+use crate::upstream::poll::{Items, RunAnswer, RunCalled};
+use crate::upstream::{Agent, TaskCall, UpstreamBody, UpstreamError};
 
 /// Called once with the terminal event and the run's A2A task id.
 pub type OnEnd = Box<dyn FnOnce(&Event, Option<&str>) + Send>;
@@ -61,36 +63,23 @@ pub struct Conversion {
     pub tap: bool,
 }
 
-/// Opens a converted stream: takes a place under `max_streams`, then builds
+/// Opens a converted stream: takes a place under `max_streams`, then makes
 /// the upstream call (so a busy gateway answers 503 before looking up the
-/// agent's card), sends it and relays the answer.
+/// agent's card) and relays its answer.
 pub async fn open(
     state: &AppState,
     agent: Arc<Agent>,
     forwarded: Forwarded,
-    request: impl Future<Output = Outgoing>,
+    call: impl Future<Output = RunCalled>,
     conversion: Conversion,
     identity: RunIdentity,
 ) -> Result<Response, StreamsFull> {
     let permit = state.stream_permit(agent.name())?;
-    let (upstream, span, started) = match forwarded.refusal() {
-        // Not called: the run shows why as its `RUN_ERROR`.
-        Some(refusal) => (
-            Err(UpstreamError::Refused(refusal.clone())),
-            CallSpan::default(),
-            Instant::now(),
-        ),
-        None => {
-            let Outgoing {
-                request,
-                span,
-                renewal,
-            } = request.await;
-            let started = Instant::now();
-            let upstream = agent.send_stream(request, renewal.as_ref()).await;
-            (upstream, span, started)
-        }
-    };
+    let started = Instant::now();
+    let RunCalled {
+        answer: upstream,
+        span,
+    } = call.await;
     let key = format!("{:016x}", random_u64());
     // A random tag per run: ids never repeat across the runs of a thread.
     let tag = format!("{:012x}", random_u64() >> 16);
@@ -168,6 +157,8 @@ struct Run {
 enum Source {
     /// `text/event-stream`: chunks go through the SSE parser.
     Events(UpstreamBody),
+    /// A polled task's news: one JSON document per item.
+    Items(Items),
     /// A stream another replica read until it died: re-attach first.
     Lost,
     /// Anything else: a whole body to read as JSON.
@@ -417,19 +408,15 @@ impl RelayState {
 /// Tells the upstream to cancel a task (whose client went away, or whose
 /// interrupt the client cancelled).
 pub async fn send_cancel(agent: &Agent, forwarded: &Forwarded, task: &str) {
-    if forwarded.refusal().is_some() {
-        // Not even a cancel goes to an agent the request may not call.
-        return;
-    }
-    let Outgoing {
-        request,
-        span,
-        renewal,
-    } = outbound::cancel(agent, forwarded, task).await;
-    match outbound::send(agent, request, renewal.as_ref()).await {
+    // Not even a cancel goes to an agent the request may not call
+    // (`Agent::call` sends nothing then).
+    let route = agent.route().await;
+    let cancel = agent.call(&route, Call::Task(TaskCall::Cancel, task), forwarded);
+    let Called { answer, span } = cancel.await;
+    match answer {
         Ok(response) => {
-            span.answered(response.status());
-            tracing::info!(agent = agent.name(), task, status = %response.status(), "sent A2A cancel")
+            span.answered(response.status);
+            tracing::info!(agent = agent.name(), task, status = %response.status, "sent A2A cancel")
         }
         Err(err) => {
             span.fail("unreachable");
@@ -443,12 +430,18 @@ pub async fn send_cancel(agent: &Agent, forwarded: &Forwarded, task: &str) {
 /// AG-UI client reports as a failed run rather than a transport error.
 fn relay(
     mut state: RelayState,
-    upstream: Result<StreamResponse, UpstreamError>,
+    upstream: Result<RunAnswer, UpstreamError>,
     started: Instant,
 ) -> Response {
     let metrics = state.run.metrics.clone();
     let first = match upstream {
-        Ok(response) => {
+        Ok(RunAnswer::Polled(items)) => {
+            metrics.observe_upstream_latency(state.run.agent.name(), started.elapsed());
+            state.observer.call_span.answered(StatusCode::OK);
+            state.source = Source::Items(items);
+            None
+        }
+        Ok(RunAnswer::Body(response)) => {
             metrics.observe_upstream_latency(state.run.agent.name(), started.elapsed());
             state.observer.call_span.answered(response.status);
             state.upstream_status = response.status;

@@ -23,7 +23,9 @@ use serde_json::Value;
 use super::{Found, find};
 use crate::config::A2aVersion;
 use crate::state::AppState;
-use crate::upstream::outbound::{self, Forwarded};
+use crate::upstream::Call;
+use crate::upstream::outbound::Forwarded;
+use crate::upstream::route::Route;
 use crate::upstream::{Agent, TaskCall, answer};
 
 /// The most messages a snapshot holds.
@@ -213,9 +215,11 @@ async fn from_agent(
     let mut tasks = Vec::new();
     // One element budget for everything the agent tells of the thread.
     let mut elements = answer::MAX_ELEMENTS;
-    if agent.endpoint().await.1 == A2aVersion::V10 {
+    let route = agent.route().await;
+    if route.version() == A2aVersion::V10 {
         tasks = listed(
             agent,
+            &route,
             ask.forwarded,
             ask.thread_id,
             limit,
@@ -236,8 +240,8 @@ async fn from_agent(
         };
         let mut budget = MAX_SNAPSHOT_BYTES;
         for task in recorded {
-            let call = outbound::task_call(agent, ask.forwarded, TaskCall::Get, &task).await;
-            let answer = call.answer(agent, limit.min(budget));
+            let call = Call::Task(TaskCall::Get, &task);
+            let answer = agent.answer(&route, call, ask.forwarded, limit.min(budget));
             let Ok(answer) = tokio::time::timeout_at(deadline, answer).await else {
                 break;
             };
@@ -265,6 +269,7 @@ async fn from_agent(
 /// first).
 async fn listed(
     agent: &Agent,
+    route: &Route,
     forwarded: &Forwarded,
     context: &str,
     limit: usize,
@@ -275,8 +280,11 @@ async fn listed(
     let mut page_token = String::new();
     let mut budget = MAX_SNAPSHOT_BYTES;
     for _ in 0..MAX_PAGES {
-        let call = outbound::list_tasks(agent, forwarded, Some(context), &page_token).await;
-        let answer = call.answer(agent, limit.min(budget));
+        let call = Call::List {
+            context: Some(context),
+            page_token: &page_token,
+        };
+        let answer = agent.answer(route, call, forwarded, limit.min(budget));
         let Ok(Some(answer)) = tokio::time::timeout_at(deadline, answer).await else {
             break;
         };

@@ -14,7 +14,9 @@ use super::MAX_ID_BYTES;
 use super::conversation::{AGENT_DEADLINE, result, started_by};
 use crate::config::A2aVersion;
 use crate::state::AppState;
-use crate::upstream::outbound::{self, Forwarded};
+use crate::upstream::Call;
+use crate::upstream::outbound::Forwarded;
+use crate::upstream::route::Route;
 use crate::upstream::{Agent, answer};
 
 /// The caller's threads with `agent`.
@@ -41,8 +43,9 @@ pub async fn threads(
             .map(|journal| journal.threads(&list))
             .unwrap_or_default(),
     };
-    if agent.endpoint().await.1 == A2aVersion::V10 {
-        for found in from_agent(state, agent, caller, forwarded).await {
+    let route = agent.route().await;
+    if route.version() == A2aVersion::V10 {
+        for found in from_agent(state, (agent, &route), caller, forwarded).await {
             match listed.iter_mut().find(|t| t.id == found.id) {
                 Some(known) => {
                     known.created_ms = known.created_ms.min(found.created_ms);
@@ -60,15 +63,19 @@ pub async fn threads(
 /// One page of the tasks the agent lists for the caller, by context.
 async fn from_agent(
     state: &AppState,
-    agent: &Agent,
+    (agent, route): (&Agent, &Route),
     caller: &CallerDigest,
     forwarded: &Forwarded,
 ) -> Vec<ThreadSummary> {
     let limit = state.config.limits.max_event_bytes;
-    let call = outbound::list_tasks(agent, forwarded, None, "").await;
+    let call = Call::List {
+        context: None,
+        page_token: "",
+    };
     // A replay's deadline, not the agent's idle timeout: a page load waits
     // on this list.
-    let answer = tokio::time::timeout(AGENT_DEADLINE, call.answer(agent, limit)).await;
+    let answer = agent.answer(route, call, forwarded, limit);
+    let answer = tokio::time::timeout(AGENT_DEADLINE, answer).await;
     let Some(page) = answer
         .ok()
         .flatten()

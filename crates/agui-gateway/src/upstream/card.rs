@@ -9,12 +9,18 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use url::Url;
 
-use super::Agent;
+use bytes::Bytes;
+use futures::{Stream, StreamExt, TryStreamExt};
+
 use super::answer::{Answer, Growing, Unread};
 use super::credentials::{Refused, TokenError};
 use super::headers::background_headers;
 use super::target::base_url;
-use crate::config::{A2aVersion, Secret};
+use super::{Agent, StreamResponse};
+use a2a_grpc::{AddressError, GrpcAgent};
+
+use super::route::{self, Interface, Route};
+use crate::config::{Binding, Secret};
 use crate::signing::{Policy, Verdict};
 
 /// The JSON elements a card may hold: hundreds of skills with their
@@ -25,10 +31,8 @@ pub const CARD_ELEMENTS: usize = 1 << 15;
 #[derive(Debug, Clone)]
 pub struct CardInfo {
     pub card: Value,
-    /// Where JSON-RPC calls the gateway builds go.
-    pub jsonrpc_url: Url,
-    /// The dialect those calls use (never `Auto`).
-    pub version: A2aVersion,
+    /// How the calls the gateway makes itself reach the agent.
+    pub route: Route,
     pub fetched: Instant,
     /// Its signatures' worth, when the agent's policy checks them.
     pub signature: Option<Verdict>,
@@ -61,6 +65,9 @@ pub enum CardError {
     NotFound,
     #[error("the gateway is reading as many agent answers as it may")]
     NoRoom,
+    /// The answer broke off, or did not come whole in time.
+    #[error("the agent card's answer broke off")]
+    Broken,
     /// A gRPC agent's card call failed (its status message, for the log).
     #[error("the agent card call failed: {0}")]
     Grpc(String),
@@ -78,6 +85,7 @@ impl CardError {
             CardError::TooLarge(_) => "the agent card is too large",
             CardError::NotFound => "the upstream serves no agent card",
             CardError::NoRoom => "the gateway is reading as many agent answers as it may",
+            CardError::Broken => "the agent card's answer broke off",
             CardError::Grpc(_) => "the agent's gRPC card call failed",
         }
     }
@@ -222,19 +230,42 @@ impl Agent {
 
     /// A card answer's body, within `max_card_bytes` and the budget of
     /// answers read at once (`answer::Growing`, checked as it arrives).
-    pub async fn read_body(&self, mut response: reqwest::Response) -> Result<Answer, CardError> {
+    pub async fn read_body(&self, response: reqwest::Response) -> Result<Answer, CardError> {
+        if response
+            .content_length()
+            .is_some_and(|n| n > self.max_card_bytes as u64)
+        {
+            return Err(CardError::TooLarge(self.max_card_bytes));
+        }
+        self.read_chunks(response.bytes_stream().map_err(CardError::Request))
+            .await
+    }
+
+    /// The same of an answer made by `Agent::pass`, within the card's
+    /// timeout too.
+    pub async fn read_answer(&self, response: StreamResponse) -> Result<Answer, CardError> {
+        let read = self.read_chunks(response.body.map_err(|_| CardError::Broken));
+        tokio::time::timeout(self.card_timeout, read)
+            .await
+            .unwrap_or(Err(CardError::Broken))
+    }
+
+    async fn read_chunks(
+        &self,
+        body: impl Stream<Item = Result<Bytes, CardError>>,
+    ) -> Result<Answer, CardError> {
         let limit = self.max_card_bytes;
-        if response.content_length().is_some_and(|n| n > limit as u64) {
-            return Err(CardError::TooLarge(limit));
+        let mut body = std::pin::pin!(body);
+        let mut grown = Growing::default();
+        while let Some(chunk) = body.next().await {
+            grown
+                .extend(&chunk?, limit)
+                .map_err(|unread| match unread {
+                    Unread::TooLarge => CardError::TooLarge(limit),
+                    Unread::NoRoom => CardError::NoRoom,
+                })?;
         }
-        let mut body = Growing::default();
-        while let Some(chunk) = response.chunk().await? {
-            body.extend(&chunk, limit).map_err(|unread| match unread {
-                Unread::TooLarge => CardError::TooLarge(limit),
-                Unread::NoRoom => CardError::NoRoom,
-            })?;
-        }
-        Ok(body.done())
+        Ok(grown.done())
     }
 
     fn card_urls(&self) -> Vec<Url> {
@@ -257,14 +288,68 @@ impl Agent {
         // First: a card whose signature covers only its 1.0 fields is
         // narrowed to them before anything is read from it.
         let signature = self.verify_card(&mut card);
-        let (version, url) = card_endpoint(&card, self.config.a2a_version);
-        let url = url.filter(|url| self.may_call(url));
+        let interface = route::choose(Some(&card), &self.config, |url| self.may_call(url));
+        let route = match self.channel_for(&interface) {
+            Ok(grpc) => Route {
+                interface,
+                mode: route::mode(Some(&card), &self.config),
+                grpc,
+            },
+            Err(err) => {
+                tracing::warn!(agent = self.name(), "the card's gRPC interface: {err}");
+                self.configured_route()
+            }
+        };
         CardInfo {
-            jsonrpc_url: url.unwrap_or_else(|| self.config.upstream.clone()),
-            version,
+            route,
             signature,
             card,
             fetched: Instant::now(),
+        }
+    }
+
+    /// The gRPC channel of an interface: the configured one for the
+    /// configured address, the last card's for the same interface (a
+    /// refresh keeps its connections), else a new one.
+    fn channel_for(&self, interface: &Interface) -> Result<Option<GrpcAgent>, AddressError> {
+        if interface.binding != Binding::Grpc {
+            return Ok(None);
+        }
+        if let Some(grpc) = &self.grpc {
+            return Ok(Some(grpc.clone()));
+        }
+        if let Some(card) = self.card()
+            && card.route.interface == *interface
+            && let Some(grpc) = &card.route.grpc
+        {
+            return Ok(Some(grpc.clone()));
+        }
+        let tls: Arc<dyn a2a_grpc::ClientTls> = self.clients.clone();
+        GrpcAgent::new(
+            &interface.url,
+            route::service(interface.version),
+            (self.config.connect_timeout, self.max_event_bytes),
+            tls,
+        )
+        .map(Some)
+    }
+
+    /// How the agent is reached without its card: the configured upstream,
+    /// in the configured binding.
+    pub fn configured_route(&self) -> Route {
+        Route {
+            interface: route::choose(None, &self.config, |_| true),
+            mode: route::mode(None, &self.config),
+            grpc: self.grpc.clone(),
+        }
+    }
+
+    /// How the calls the gateway makes itself reach the agent now: as its
+    /// card says, else as configured.
+    pub async fn route(&self) -> Route {
+        match self.current_card().await {
+            Some(card) => card.route.clone(),
+            None => self.configured_route(),
         }
     }
 
@@ -388,30 +473,6 @@ impl Agent {
         })
     }
 
-    /// Where and how to send a call the gateway builds itself.
-    pub async fn endpoint(&self) -> (Url, A2aVersion) {
-        if let Some(grpc) = &self.grpc {
-            // The service is the version. The gateway's JSON-RPC to a gRPC
-            // agent is only read by `GrpcAgent::execute`, and 1.0's answers
-            // are written straight to bytes (`a2a_grpc::write`).
-            let version = match grpc.service() {
-                a2a_grpc::Service::V03 => A2aVersion::V03,
-                a2a_grpc::Service::V10 => A2aVersion::V10,
-            };
-            return (self.config.upstream.clone(), version);
-        }
-        match self.current_card().await {
-            Some(card) => (card.jsonrpc_url.clone(), card.version),
-            None => {
-                let version = match self.config.a2a_version {
-                    A2aVersion::V10 => A2aVersion::V10,
-                    _ => A2aVersion::V03,
-                };
-                (self.config.upstream.clone(), version)
-            }
-        }
-    }
-
     /// Refreshes the card until the token is cancelled: every
     /// `card_refresh` while it works, sooner (1 s, doubling to 30 s) while
     /// it fails, so `/readyz` follows the upstream without calling it.
@@ -439,76 +500,5 @@ impl Agent {
                 }
             }
         });
-    }
-}
-
-/// The JSON-RPC endpoint and dialect a card declares. 1.0 cards list
-/// `supportedInterfaces`; 0.3 cards have `url` (+ `additionalInterfaces`);
-/// hybrid cards have both. The newest declared JSON-RPC version wins unless
-/// the configuration pins one.
-pub fn card_endpoint(card: &Value, wanted: A2aVersion) -> (A2aVersion, Option<Url>) {
-    let mut v10 = None;
-    let mut v03 = None;
-    for iface in card["supportedInterfaces"].as_array().into_iter().flatten() {
-        let binding = iface["protocolBinding"].as_str().unwrap_or("");
-        let url = iface["url"].as_str().and_then(|u| Url::parse(u).ok());
-        if !binding.eq_ignore_ascii_case("JSONRPC") || url.is_none() {
-            continue;
-        }
-        let version = iface["protocolVersion"].as_str().unwrap_or("1.0");
-        if version.starts_with("0.") {
-            v03 = v03.or(url);
-        } else {
-            v10 = v10.or(url);
-        }
-    }
-    let transport = card["preferredTransport"].as_str().unwrap_or("JSONRPC");
-    if v03.is_none() && transport.eq_ignore_ascii_case("JSONRPC") {
-        v03 = card["url"].as_str().and_then(|u| Url::parse(u).ok());
-    }
-    for iface in card["additionalInterfaces"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
-        if v03.is_none()
-            && iface["transport"]
-                .as_str()
-                .is_some_and(|t| t.eq_ignore_ascii_case("JSONRPC"))
-        {
-            v03 = iface["url"].as_str().and_then(|u| Url::parse(u).ok());
-        }
-    }
-    match (wanted, v10, v03) {
-        (A2aVersion::V03, _, url) => (A2aVersion::V03, url),
-        (A2aVersion::V10, url, _) => (A2aVersion::V10, url),
-        (A2aVersion::Auto, Some(url), _) => (A2aVersion::V10, Some(url)),
-        (A2aVersion::Auto, None, url) => (A2aVersion::V03, url),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn hybrid_cards_prefer_1_0_unless_pinned() {
-        let card = json!({
-            "url": "http://a/", "protocolVersion": "0.3",
-            "supportedInterfaces": [
-                { "url": "http://a/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0" },
-                { "url": "http://a/", "protocolBinding": "JSONRPC", "protocolVersion": "0.3" },
-                { "url": "http://a/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0" }]
-        });
-        assert_eq!(card_endpoint(&card, A2aVersion::Auto).0, A2aVersion::V10);
-        assert_eq!(card_endpoint(&card, A2aVersion::V03).0, A2aVersion::V03);
-        let old = json!({ "url": "http://b/rpc", "protocolVersion": "0.3.0" });
-        let (version, url) = card_endpoint(&old, A2aVersion::Auto);
-        assert_eq!(
-            (version, url.unwrap().as_str()),
-            (A2aVersion::V03, "http://b/rpc")
-        );
     }
 }

@@ -1,28 +1,38 @@
 //! One upstream A2A agent (`Agent`: its configuration, its HTTP clients,
-//! the converted stream's call) and everything about calling it: its card
-//! (`card`), the bodies the gateway writes (`rpc`), where a request goes
-//! (`target`), which headers go (`forwarding`), how each call is built
-//! (`outbound`), the lean connection of converted streams (`lean`), its
-//! clients as its TLS files make them (`tls`), the answers it reads for
-//! its own use, bounded (`answer`), its client when it is reached over
-//! gRPC (`grpc_agent`).
+//! its card) and everything about calling it:
+//! - `card`: discovery, bounded in time and size, and what `/readyz` says;
+//! - `route`: how it is reached (binding, address, dialect, mode), chosen
+//!   from the card's interfaces;
+//! - `call`: what the gateway asks of it (`Call`) and the layers every
+//!   call shares (headers, token renewal, deadline, span);
+//! - `binding`: each binding's requests (JSON-RPC, HTTP+JSON, gRPC);
+//! - `poll`: a run of an agent that does not stream, its task read until
+//!   it ends;
+//! - `rpc`: the A2A bodies the gateway writes; `outbound`: what a call
+//!   carries from its request; `target`, `headers`: where a client's
+//!   request goes and with which headers;
+//! - `direct`: the lean connection of converted streams; `tls`: its
+//!   clients as its TLS files make them; `answer`: the answers it reads
+//!   for its own use, bounded; `grpc_agent`: its gRPC channel when its
+//!   configuration names one.
 
 pub mod answer;
+pub mod binding;
+pub mod call;
 mod card;
 pub mod credentials;
 pub mod direct;
 pub mod grpc_agent;
 pub mod headers;
 pub mod outbound;
+pub mod poll;
+pub mod route;
 mod rpc;
 pub mod target;
 pub mod tls;
 
-pub use card::{CARD_ELEMENTS, CardError, CardInfo, CardStatus, UNTRUSTED_CARD, card_endpoint};
-pub use rpc::{
-    A2UI_MEDIA_TYPE, OutgoingMessage, OutgoingPart, TaskCall, list_tasks_request,
-    streaming_request, task_request,
-};
+pub use card::{CARD_ELEMENTS, CardError, CardInfo, CardStatus, UNTRUSTED_CARD};
+pub use rpc::{A2UI_MEDIA_TYPE, Call, OutgoingMessage, OutgoingPart, TaskCall};
 
 use std::pin::Pin;
 use std::sync::atomic::AtomicBool;
@@ -31,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use bytes::Bytes;
-use futures::{Stream, TryStreamExt};
+use futures::Stream;
 
 use self::direct::DirectError;
 use crate::config::{AgentConfig, Limits};
@@ -47,9 +57,12 @@ pub struct Agent {
     pub via: String,
     /// Its HTTP clients, rebuilt when its TLS files change.
     clients: Arc<tls::Reloadable>,
-    /// For an agent reached over gRPC (a `grpc://` or `grpcs://`
-    /// upstream): every call goes there instead.
+    /// For an agent whose configuration names gRPC (a `grpc://` or
+    /// `grpcs://` upstream): every call goes there, a client's own too.
     pub grpc: Option<a2a_grpc::GrpcAgent>,
+    /// The largest message read from a gRPC agent (`max_event_bytes`),
+    /// for the channels its card's interfaces open.
+    max_event_bytes: usize,
     /// The tokens the gateway gets to call it (`[agents.NAME.auth]`).
     pub credentials: Option<credentials::Credentials>,
     /// The keys its card may be signed with, when its policy checks them.
@@ -69,6 +82,9 @@ pub struct Agent {
 /// A converted stream's upstream answer, however it was read.
 pub struct StreamResponse {
     pub status: StatusCode,
+    /// The agent refused the call's credentials (HTTP 401, gRPC
+    /// `UNAUTHENTICATED`): what renews a token.
+    pub unauthenticated: bool,
     pub headers: HeaderMap,
     pub body: UpstreamBody,
     /// reqwest's bodies come one chunk at a time from a task of their
@@ -116,6 +132,10 @@ pub enum UpstreamError {
     /// A gRPC agent's call not made (no connection, a failed handshake).
     #[error("{0}")]
     Grpc(tonic::Status),
+    /// An answer read whole (a polled send's) broke off, or passed its
+    /// bounds.
+    #[error("the agent's answer could not be read within its bounds")]
+    Unreadable,
 }
 
 impl UpstreamError {
@@ -125,7 +145,9 @@ impl UpstreamError {
             UpstreamError::Request(err) => err.is_connect(),
             UpstreamError::Direct(err) => err.is_connect(),
             UpstreamError::Grpc(_) => true,
-            UpstreamError::NoResponse(_) | UpstreamError::Refused(_) => false,
+            UpstreamError::NoResponse(_)
+            | UpstreamError::Refused(_)
+            | UpstreamError::Unreadable => false,
         }
     }
 
@@ -136,7 +158,7 @@ impl UpstreamError {
             UpstreamError::Direct(err) => err.is_connect_timeout(),
             UpstreamError::NoResponse(_) => true,
             UpstreamError::Grpc(status) => status.code() == tonic::Code::DeadlineExceeded,
-            UpstreamError::Refused(_) => false,
+            UpstreamError::Refused(_) | UpstreamError::Unreadable => false,
         }
     }
 }
@@ -165,6 +187,7 @@ impl Agent {
         let grpc = grpc_agent::client(&config, limits, &clients)?;
         Ok(Agent {
             grpc,
+            max_event_bytes: limits.max_event_bytes,
             configured_headers,
             via: via_entry(gateway_id),
             credentials: config
@@ -182,82 +205,6 @@ impl Agent {
             fetching: tokio::sync::Mutex::new(()),
             last_attempt: Mutex::new(None),
         })
-    }
-
-    /// Sends a request whose answer will be relayed as a converted stream:
-    /// the wait for its headers is bounded by the idle timeout here, the
-    /// body by the relay's own idle timer. Plain-HTTP agents get a
-    /// connection of the relay's own (`lean`); HTTPS ones go through
-    /// reqwest.
-    /// A 401 to a call carrying the gateway's token is sent once more with
-    /// a new one (`renewal`).
-    pub async fn send_stream(
-        &self,
-        request: reqwest::RequestBuilder,
-        renewal: Option<&outbound::Renewal>,
-    ) -> Result<StreamResponse, UpstreamError> {
-        let (client, request) = request.build_split();
-        let request = request.map_err(UpstreamError::Request)?;
-        let spare = renewal.and_then(|_| request.try_clone());
-        let response = self.send_stream_once(&client, request).await?;
-        if response.status == reqwest::StatusCode::UNAUTHORIZED
-            && let (Some(renewal), Some(spare)) = (renewal, spare)
-            && let Some(again) = renewal.retried(self, spare, &response.headers).await
-        {
-            return self.send_stream_once(&client, again).await;
-        }
-        Ok(response)
-    }
-
-    async fn send_stream_once(
-        &self,
-        client: &reqwest::Client,
-        request: reqwest::Request,
-    ) -> Result<StreamResponse, UpstreamError> {
-        let idle = self.config.idle_timeout;
-        if let Some(grpc) = &self.grpc {
-            let body = request
-                .body()
-                .and_then(reqwest::Body::as_bytes)
-                .unwrap_or_default();
-            let answer = grpc.execute(body, request.headers(), Some(idle)).await;
-            if let a2a_grpc::JsonRpcBody::Unreachable(cause) = answer.body {
-                return Err(UpstreamError::Grpc(cause));
-            }
-            return Ok(StreamResponse {
-                status: StatusCode::OK,
-                headers: answer.headers.clone(),
-                body: Box::pin(answer.into_stream().map_err(BodyError::Grpc)),
-                handed_one_by_one: false,
-            });
-        }
-        let send = async {
-            if direct::serves(&request) {
-                let response = direct::send(&request, self.config.connect_timeout)
-                    .await
-                    .map_err(UpstreamError::Direct)?;
-                return Ok(StreamResponse {
-                    status: response.status,
-                    headers: response.headers,
-                    body: Box::pin(response.body.map_err(BodyError::Direct)),
-                    handed_one_by_one: false,
-                });
-            }
-            let response = client
-                .execute(request)
-                .await
-                .map_err(UpstreamError::Request)?;
-            Ok(StreamResponse {
-                status: response.status(),
-                headers: response.headers().clone(),
-                body: Box::pin(response.bytes_stream().map_err(BodyError::Reqwest)),
-                handed_one_by_one: true,
-            })
-        };
-        match tokio::time::timeout(idle, send).await {
-            Ok(result) => result,
-            Err(_) => Err(UpstreamError::NoResponse(idle)),
-        }
     }
 
     pub fn name(&self) -> &str {

@@ -1,55 +1,23 @@
-//! Every call the gateway makes to an upstream agent is built here: where
-//! it goes (`target`), which headers go with it (`forwarding`, one policy
-//! for all), and what each kind of call changes on top. Side by side, the
-//! differences are visible, and deliberate:
-//!
-//! | call                             | on top of the forwarded headers                    |
-//! |----------------------------------|----------------------------------------------------|
-//! | passthrough                      | nothing: the client negotiates with the agent      |
-//! | converted, forwarded as sent     | the gateway's `Accept`, `Accept-Encoding: identity`|
-//! | converted, body by the gateway   | same, and its own `Content-Type`                   |
-//! | agent card                       | a GET: no body headers; `Accept-Encoding: identity`|
-//! | cancel after a disconnect        | the run's headers, with its own JSON body          |
+//! What every call to an agent carries from the request that causes it:
+//! the client's headers as the agent's forwarding policy lets them
+//! through (`Forwarded`, worked out once per request and used for every
+//! call of its run), the agent's token and how a refused one is renewed
+//! (`Renewal`), why the agent may not be called (`Refusal`), where a
+//! client's path goes (`target`), and the card's own request (`card`).
+//! How each call is written and sent is `call`'s and `binding`'s.
 
 use a2a_agui::ErrorCode;
 use agui_edge::auth::{Principal, bearer_token};
-use axum::body::Bytes;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 use reqwest::RequestBuilder;
-use serde_json::Value;
 use url::Url;
 
 use crate::config::Secret;
 use crate::obs::telemetry::{CallSpan, SharedTrace};
-use crate::random::random_u64;
-use crate::upstream::answer::{Answer, Growing};
+use crate::upstream::Agent;
 use crate::upstream::credentials::{Refused, TokenError, says_invalid_token};
 use crate::upstream::headers::{Caller, upstream_headers};
 use crate::upstream::target::{PathError, base_url, upstream_url};
-use crate::upstream::{
-    Agent, OutgoingMessage, TaskCall, list_tasks_request, streaming_request, task_request,
-};
-
-/// A call ready to be sent, and its client span: held by whoever reads the
-/// answer, for as long as it is read (dropping it ends the span).
-#[must_use]
-pub struct Outgoing {
-    pub request: RequestBuilder,
-    pub span: CallSpan,
-    /// Set when the call carries a token the gateway got: how to try once
-    /// more after the agent refuses it.
-    pub renewal: Option<Renewal>,
-}
-
-impl Outgoing {
-    fn new(request: RequestBuilder, span: CallSpan, renewal: Option<Renewal>) -> Outgoing {
-        Outgoing {
-            request,
-            span,
-            renewal,
-        }
-    }
-}
 
 /// A call's token and whose it is: what a 401 from the agent renews.
 #[derive(Clone)]
@@ -59,17 +27,16 @@ pub struct Renewal {
 }
 
 impl Renewal {
-    /// `spare` (a copy of a call the agent answered 401, with `challenge`,
-    /// the answer's headers) with another token: one renewed meanwhile,
-    /// or a new one when the refused token is its likely cause
-    /// (`Credentials::renewed`); `None` when the 401 stands. Once per
-    /// call: the answer to this one is final.
-    pub async fn retried(
+    /// `headers` (of a call the agent refused, with `challenge`, the
+    /// answer's headers) with another token: one renewed meanwhile, or a
+    /// new one when the refused token is its likely cause
+    /// (`Credentials::renewed`); `None` when the refusal stands.
+    pub async fn renewed(
         &self,
         agent: &Agent,
-        mut spare: reqwest::Request,
+        mut headers: HeaderMap,
         challenge: &HeaderMap,
-    ) -> Option<reqwest::Request> {
+    ) -> Option<HeaderMap> {
         let subject = self.subject.as_ref().map(Secret::expose);
         let refused = Refused {
             token: &self.bearer,
@@ -78,12 +45,10 @@ impl Renewal {
         let token = agent.renewed_token(subject, &refused).await?;
         tracing::info!(
             agent = agent.name(),
-            "the agent refused the gateway's token (401): sending the call again with a new one"
+            "the agent refused the gateway's token: sending the call again with a new one"
         );
-        spare
-            .headers_mut()
-            .insert(header::AUTHORIZATION, bearer_value(&token)?);
-        Some(spare)
+        headers.insert(header::AUTHORIZATION, bearer_value(&token)?);
+        Some(headers)
     }
 }
 
@@ -94,38 +59,6 @@ pub(super) fn bearer_value(token: &Secret) -> Option<HeaderValue> {
     value.set_sensitive(true);
     Some(value)
 }
-
-/// Sends a call; a 401 to a call carrying the gateway's token is sent once
-/// more with a new token (`Renewal`).
-pub async fn send(
-    agent: &Agent,
-    request: RequestBuilder,
-    renewal: Option<&Renewal>,
-) -> Result<reqwest::Response, reqwest::Error> {
-    let (client, request) = request.build_split();
-    let request = request?;
-    if let Some(grpc) = &agent.grpc {
-        let body = request
-            .body()
-            .and_then(reqwest::Body::as_bytes)
-            .unwrap_or_default();
-        let deadline = Some(agent.config.idle_timeout);
-        let answer = grpc.execute(body, request.headers(), deadline).await;
-        return Ok(crate::upstream::grpc_agent::as_reqwest(answer));
-    }
-    let spare = renewal.and_then(|_| request.try_clone());
-    let response = client.execute(request).await?;
-    if response.status() == reqwest::StatusCode::UNAUTHORIZED
-        && let (Some(renewal), Some(spare)) = (renewal, spare)
-        && let Some(again) = renewal.retried(agent, spare, response.headers()).await
-    {
-        return client.execute(again).await;
-    }
-    Ok(response)
-}
-
-/// What the relay can read: an A2A stream, or one JSON answer.
-const CONVERTED_ACCEPT: &str = "text/event-stream, application/json";
 
 /// The headers of one client request that go to one agent, worked out once
 /// by the forwarding policy and used for every call of the run, the cancel
@@ -238,7 +171,7 @@ impl Forwarded {
     }
 
     /// How a call of this request tries again after a 401.
-    fn renewal(&self) -> Option<Renewal> {
+    pub(super) fn renewal(&self) -> Option<Renewal> {
         Some(Renewal {
             subject: self.subject.clone(),
             bearer: self.bearer.clone()?,
@@ -305,7 +238,7 @@ impl Forwarded {
 
     /// Without the headers that describe the client's body or what the
     /// client accepts: for calls whose body and answer are the gateway's.
-    fn for_gateway_body(&self, agent: &Agent) -> (HeaderMap, CallSpan) {
+    pub(super) fn for_gateway_body(&self, agent: &Agent) -> (HeaderMap, CallSpan) {
         let (mut headers, span) = self.for_call(agent);
         for name in [
             header::CONTENT_TYPE,
@@ -327,164 +260,12 @@ pub fn target(agent: &Agent, path: &str, query: Option<&str>) -> Result<Url, Pat
     upstream_url(&agent.config.upstream, path, query)
 }
 
-/// Transparent mode: the request as it came, to the same path upstream.
-pub fn passthrough(
+/// The agent card at `path` below the upstream's base, and its span.
+pub fn card(
     agent: &Agent,
-    method: Method,
-    url: Url,
+    path: &str,
     forwarded: &Forwarded,
-    body: Bytes,
-) -> Outgoing {
-    let (headers, span) = forwarded.for_call(agent);
-    let request = agent
-        .client()
-        .request(method, url)
-        .headers(headers)
-        .body(body);
-    Outgoing::new(request, span, forwarded.renewal())
-}
-
-/// A client's own A2A call whose answer the gateway converts.
-pub fn forward(
-    agent: &Agent,
-    method: Method,
-    url: Url,
-    forwarded: &Forwarded,
-    body: Bytes,
-) -> Outgoing {
-    let (mut headers, span) = forwarded.for_call(agent);
-    converted(&mut headers);
-    if names_a_1_0_method(&body) && !headers.contains_key("a2a-version") {
-        speaks_1_0(&mut headers);
-    }
-    let request = agent
-        .stream_client()
-        .request(method, url)
-        .headers(headers)
-        .body(body);
-    Outgoing::new(request, span, forwarded.renewal())
-}
-
-/// A streaming call the gateway writes itself (from the seed's body or a
-/// `RunAgentInput`), to the endpoint and in the dialect the card names.
-/// `activate` lists the A2A extensions to ask the agent to turn on.
-pub async fn build(
-    agent: &Agent,
-    forwarded: &Forwarded,
-    message: &OutgoingMessage,
-    rpc_id: &str,
-    activate: &[String],
-) -> Outgoing {
-    let (url, version) = agent.endpoint().await;
-    let (body, v10) = streaming_request(version, message, rpc_id);
-    let (mut headers, span) = forwarded.for_gateway_body(agent);
-    converted(&mut headers);
-    if v10 {
-        speaks_1_0(&mut headers);
-    }
-    if !activate.is_empty()
-        && let Ok(list) = HeaderValue::from_str(&activate.join(","))
-    {
-        // Both spellings: 1.0 renamed the 0.3 header.
-        headers.insert("a2a-extensions", list.clone());
-        headers.insert("x-a2a-extensions", list);
-    }
-    Outgoing::new(
-        agent.stream_client().post(url).headers(headers).json(&body),
-        span,
-        forwarded.renewal(),
-    )
-}
-
-/// A call about one task (cancel, resubscribe, read), with the run's own
-/// headers (the user's credentials included, as the policy allows).
-pub async fn task_call(
-    agent: &Agent,
-    forwarded: &Forwarded,
-    call: TaskCall,
-    task: &str,
-) -> Outgoing {
-    let (url, version) = agent.endpoint().await;
-    let rpc_id = format!("agui-gateway-{:x}", random_u64());
-    let (body, v10) = task_request(version, call, task, &rpc_id);
-    let (mut headers, span) = forwarded.for_gateway_body(agent);
-    if v10 {
-        speaks_1_0(&mut headers);
-    }
-    let client = if call == TaskCall::Subscribe {
-        converted(&mut headers);
-        agent.stream_client()
-    } else {
-        agent.client()
-    };
-    Outgoing::new(
-        client.post(url).headers(headers).json(&body),
-        span,
-        forwarded.renewal(),
-    )
-}
-
-/// One page of a context's tasks (A2A 1.0 `ListTasks`), with the
-/// request's headers as the policy forwards them: the agent shows the
-/// caller only what it would show the caller's own `ListTasks`.
-pub async fn list_tasks(
-    agent: &Agent,
-    forwarded: &Forwarded,
-    context: Option<&str>,
-    page_token: &str,
-) -> Outgoing {
-    let (url, _) = agent.endpoint().await;
-    let rpc_id = format!("agui-gateway-{:x}", random_u64());
-    let body = list_tasks_request(context, page_token, &rpc_id);
-    let (mut headers, span) = forwarded.for_gateway_body(agent);
-    speaks_1_0(&mut headers);
-    Outgoing::new(
-        agent.client().post(url).headers(headers).json(&body),
-        span,
-        forwarded.renewal(),
-    )
-}
-
-impl Outgoing {
-    /// Sends the call and reads its whole answer, when it succeeds, within
-    /// `limit` bytes and the budget of answers read at once
-    /// (`answer::Growing`, checked as it arrives) and the agent's idle
-    /// timeout.
-    pub async fn answer(self, agent: &Agent, limit: usize) -> Option<Answer> {
-        let Outgoing {
-            request,
-            span,
-            renewal,
-        } = self;
-        let read = async {
-            let Ok(response) = send(agent, request, renewal.as_ref()).await else {
-                span.fail("unreachable");
-                return None;
-            };
-            span.answered(response.status());
-            if !response.status().is_success() {
-                return None;
-            }
-            let mut body = response.bytes_stream();
-            let mut document = Growing::default();
-            while let Some(chunk) = futures::StreamExt::next(&mut body).await {
-                document.extend(&chunk.ok()?, limit).ok()?;
-            }
-            Some(document.done())
-        };
-        tokio::time::timeout(agent.config.idle_timeout, read)
-            .await
-            .ok()?
-    }
-}
-
-/// Cancels a task (its client went away, or cancelled an interrupt).
-pub async fn cancel(agent: &Agent, forwarded: &Forwarded, task: &str) -> Outgoing {
-    task_call(agent, forwarded, TaskCall::Cancel, task).await
-}
-
-/// The agent card at `path` below the upstream's base.
-pub fn card(agent: &Agent, path: &str, forwarded: &Forwarded) -> Result<Outgoing, PathError> {
+) -> Result<(RequestBuilder, CallSpan), PathError> {
     let url = upstream_url(&base_url(&agent.config.upstream), path, None)?;
     let (mut headers, span) = forwarded.for_gateway_body(agent);
     headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
@@ -492,40 +273,5 @@ pub fn card(agent: &Agent, path: &str, forwarded: &Forwarded) -> Result<Outgoing
         header::ACCEPT_ENCODING,
         HeaderValue::from_static("identity"),
     );
-    Ok(Outgoing::new(
-        agent.client().get(url).headers(headers),
-        span,
-        forwarded.renewal(),
-    ))
-}
-
-/// A converted call: the gateway reads the answer itself, so it, not the
-/// client, says what it accepts, and asks for no compression (the
-/// converter needs plain bytes).
-fn converted(headers: &mut HeaderMap) {
-    // The client's place in the gateway's stream, not in the agent's.
-    headers.remove("last-event-id");
-    headers.insert(header::ACCEPT, HeaderValue::from_static(CONVERTED_ACCEPT));
-    headers.insert(
-        header::ACCEPT_ENCODING,
-        HeaderValue::from_static("identity"),
-    );
-}
-
-/// A 1.0 server takes a call without `A2A-Version` for a 0.3 one.
-fn speaks_1_0(headers: &mut HeaderMap) {
-    headers.insert("a2a-version", HeaderValue::from_static("1.0"));
-}
-
-/// 1.0 JSON-RPC method names are PascalCase (`SendStreamingMessage`), 0.3
-/// ones are not (`message/stream`).
-fn names_a_1_0_method(body: &[u8]) -> bool {
-    serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|v| {
-            v.get("method")
-                .and_then(Value::as_str)
-                .map(|m| m.starts_with(|c: char| c.is_ascii_uppercase()))
-        })
-        .unwrap_or(false)
+    Ok((agent.client().get(url).headers(headers), span))
 }

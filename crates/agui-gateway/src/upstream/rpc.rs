@@ -1,10 +1,11 @@
-//! The JSON-RPC bodies of the calls the gateway writes itself (the seed's
-//! body, the AG-UI endpoint's send, a task's get, cancel and resubscribe),
-//! in the agent's dialect (0.3 or 1.0). How they are sent is `outbound`'s.
+//! The calls the gateway makes itself, in A2A's terms and no binding yet
+//! (`Call`, `TaskCall`, `OutgoingMessage`), and the bodies they carry in
+//! the agent's dialect (0.3 or 1.0): a send's params, which every binding
+//! sends, and the JSON-RPC envelopes. How they are sent is `binding`'s.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use crate::config::A2aVersion;
+use crate::config::{A2aVersion, Mode};
 
 /// A user message the gateway sends upstream, in no dialect yet.
 #[derive(Debug, Clone, Default)]
@@ -97,13 +98,15 @@ impl OutgoingPart {
     }
 }
 
-/// The JSON-RPC body of a streaming send in the upstream's dialect, and
-/// whether it needs the `A2A-Version: 1.0` header.
-pub fn streaming_request(
+/// A send's params in the upstream's dialect: A2A's `SendMessageRequest`
+/// as JSON, what JSON-RPC wraps, HTTP+JSON posts and gRPC encodes. A
+/// polled send (`Mode::Poll`) asks for the task at once rather than when
+/// it is done: 0.3's `blocking: false`, 1.0's `returnImmediately: true`.
+pub fn send_params(
     version: A2aVersion,
     message: &OutgoingMessage,
-    rpc_id: &str,
-) -> (Value, bool) {
+    mode: Mode,
+) -> Map<String, Value> {
     let v10 = version == A2aVersion::V10;
     let parts: Vec<Value> = message.parts.iter().map(|p| p.to_json(version)).collect();
     let mut msg = if v10 {
@@ -123,19 +126,64 @@ pub fn streaming_request(
     if !message.extensions.is_empty() {
         msg["extensions"] = json!(message.extensions);
     }
-    let method = if v10 {
-        "SendStreamingMessage"
-    } else {
-        "message/stream"
-    };
-    let mut params = json!({ "message": msg });
-    if let Some(metadata) = &message.request_metadata {
-        params["metadata"] = Value::Object(metadata.clone());
+    let mut params = Map::new();
+    params.insert("message".to_owned(), msg);
+    if mode == Mode::Poll {
+        let configuration = match v10 {
+            true => json!({ "returnImmediately": true }),
+            false => json!({ "blocking": false }),
+        };
+        params.insert("configuration".to_owned(), configuration);
     }
+    if let Some(metadata) = &message.request_metadata {
+        params.insert("metadata".to_owned(), Value::Object(metadata.clone()));
+    }
+    params
+}
+
+/// The JSON-RPC method of a send.
+pub fn send_method(version: A2aVersion, mode: Mode) -> &'static str {
+    match (version == A2aVersion::V10, mode) {
+        (true, Mode::Stream) => "SendStreamingMessage",
+        (true, Mode::Poll) => "SendMessage",
+        (false, Mode::Stream) => "message/stream",
+        (false, Mode::Poll) => "message/send",
+    }
+}
+
+/// The JSON-RPC body of a send in the upstream's dialect, and whether it
+/// needs the `A2A-Version: 1.0` header.
+pub fn send_request(
+    version: A2aVersion,
+    message: &OutgoingMessage,
+    rpc_id: &str,
+    mode: Mode,
+) -> (Value, bool) {
+    let params = send_params(version, message, mode);
+    let method = send_method(version, mode);
     (
         json!({ "jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params }),
-        v10,
+        version == A2aVersion::V10,
     )
+}
+
+/// What the gateway asks of an agent, in no binding yet.
+#[derive(Debug, Clone, Copy)]
+pub enum Call<'a> {
+    /// A run's message: streamed, or sent to be polled (the route's mode).
+    /// `activate` lists the A2A extensions to ask the agent to turn on.
+    Send {
+        message: &'a OutgoingMessage,
+        activate: &'a [String],
+    },
+    /// A call about one task.
+    Task(TaskCall, &'a str),
+    /// One page of the tasks the caller may see (of a context, when
+    /// given): 1.0's `ListTasks`.
+    List {
+        context: Option<&'a str>,
+        page_token: &'a str,
+    },
 }
 
 /// A call about one task that the gateway makes itself.
@@ -214,14 +262,14 @@ mod tests {
             context_id: Some("c".into()),
             ..OutgoingMessage::default()
         };
-        let (v03, header) = streaming_request(A2aVersion::V03, &message, "1");
+        let (v03, header) = send_request(A2aVersion::V03, &message, "1", Mode::Stream);
         assert!(!header);
         assert_eq!(v03["method"], "message/stream");
         assert_eq!(
             v03["params"]["message"]["parts"][1],
             json!({ "kind": "file", "file": { "uri": "https://x/a.png", "mimeType": "image/png" } })
         );
-        let (v10, header) = streaming_request(A2aVersion::V10, &message, "1");
+        let (v10, header) = send_request(A2aVersion::V10, &message, "1", Mode::Stream);
         assert!(header);
         assert_eq!(v10["params"]["message"]["role"], "ROLE_USER");
         assert_eq!(

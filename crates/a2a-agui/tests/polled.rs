@@ -1,0 +1,302 @@
+//! A task read again and again (`TaskPoll`) converts as its stream would:
+//! every status message and artifact part shown once, in either dialect,
+//! however often or seldom the task is read, and nothing of an earlier
+//! turn shown again.
+#![allow(clippy::expect_used, clippy::unwrap_used)] // test code: a panic is the failure report
+
+mod common;
+
+use a2a_agui::{Converter, Options, Polled, StreamEnd, TaskPoll};
+use common::{check_sequence, convert_items};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+/// What the agent did, step by step: a status message, or an artifact's
+/// next text part.
+#[derive(Debug, Clone)]
+enum Step {
+    Said(String),
+    Part(String),
+}
+
+/// The task as a store holds it after `steps`, as a2a-sdk keeps it: the
+/// status message of the last status, the earlier ones moved to the
+/// history after the user's message, artifact parts appended. `v03`
+/// spells it as 0.3's JSON-RPC does, else as 1.0's.
+fn stored(steps: &[Step], state: &str, v03: bool) -> Value {
+    let role = if v03 { "agent" } else { "ROLE_AGENT" };
+    let text = |t: &str| match v03 {
+        true => json!({ "kind": "text", "text": t }),
+        false => json!({ "text": t }),
+    };
+    let user = match v03 {
+        true => {
+            json!({ "kind": "message", "role": "user", "messageId": "sent", "parts": [text("hi")] })
+        }
+        false => json!({ "role": "ROLE_USER", "messageId": "sent", "parts": [text("hi")] }),
+    };
+    let mut history = vec![user];
+    let mut status_message = None;
+    let mut parts = Vec::new();
+    for (n, step) in steps.iter().enumerate() {
+        match step {
+            Step::Said(said) => {
+                let message =
+                    json!({ "role": role, "messageId": format!("m{n}"), "parts": [text(said)] });
+                if let Some(earlier) = status_message.replace(message) {
+                    history.push(earlier);
+                }
+            }
+            Step::Part(part) => parts.push(text(part)),
+        }
+    }
+    let state = match v03 {
+        true => state.to_owned(),
+        false => format!("TASK_STATE_{}", state.to_uppercase().replace('-', "_")),
+    };
+    let mut status = json!({ "state": state });
+    if let Some(message) = status_message {
+        status["message"] = message;
+    }
+    let mut task = json!({ "id": "t1", "contextId": "c1", "status": status, "history": history });
+    if !parts.is_empty() {
+        task["artifacts"] = json!([{ "artifactId": "answer", "parts": parts }]);
+    }
+    if v03 {
+        task["kind"] = json!("task");
+    }
+    task
+}
+
+/// The AG-UI events of a run that reads `reads` (JSON-RPC answers).
+fn convert(reads: &[Value], mut poll: TaskPoll) -> Vec<Value> {
+    let mut items = Vec::new();
+    for read in reads {
+        let Polled::Task { items: news, .. } = poll.read(read) else {
+            panic!("not a task: {read}");
+        };
+        items.extend(news);
+    }
+    convert_items(&items)
+}
+
+/// The same steps as the agent's stream: the task, a status per
+/// message, an artifact update per part, the end.
+fn streamed(steps: &[Step], v03: bool) -> Vec<Value> {
+    let text = |t: &str| match v03 {
+        true => json!({ "kind": "text", "text": t }),
+        false => json!({ "text": t }),
+    };
+    let wrap = |kind: &str, key: &str, mut item: Value| match v03 {
+        true => {
+            item["kind"] = json!(kind);
+            item
+        }
+        false => json!({ key: item }),
+    };
+    let state = |s: &str| match v03 {
+        true => s.to_owned(),
+        false => format!("TASK_STATE_{}", s.to_uppercase()),
+    };
+    let ids = json!({ "taskId": "t1", "contextId": "c1" });
+    let with_ids = |mut item: Value| {
+        item["taskId"] = ids["taskId"].clone();
+        item["contextId"] = ids["contextId"].clone();
+        item
+    };
+    let mut items = vec![wrap(
+        "task",
+        "task",
+        json!({ "id": "t1", "contextId": "c1", "status": { "state": state("submitted") } }),
+    )];
+    let mut parts = 0;
+    for (n, step) in steps.iter().enumerate() {
+        items.push(match step {
+            Step::Said(said) => {
+                let role = if v03 { "agent" } else { "ROLE_AGENT" };
+                let message =
+                    json!({ "role": role, "messageId": format!("m{n}"), "parts": [text(said)] });
+                let status = json!({ "status": { "state": state("working"), "message": message } });
+                wrap("status-update", "statusUpdate", with_ids(status))
+            }
+            Step::Part(part) => {
+                parts += 1;
+                let artifact = json!({ "append": parts > 1,
+                    "artifact": { "artifactId": "answer", "parts": [text(part)] } });
+                wrap("artifact-update", "artifactUpdate", with_ids(artifact))
+            }
+        });
+    }
+    let end = json!({ "final": true, "status": { "state": state("completed") } });
+    items.push(wrap("status-update", "statusUpdate", with_ids(end)));
+    convert_items(&items)
+}
+
+/// All the text shown, of status messages (capitals) and of the artifact
+/// (small letters) apart: what a run shows, whatever the grouping of its
+/// messages.
+fn shown(events: &[Value]) -> (String, String) {
+    let mut all = String::new();
+    for event in events {
+        if event["type"] == "TEXT_MESSAGE_CONTENT" {
+            all.push_str(event["delta"].as_str().unwrap());
+        }
+    }
+    let status = all.chars().filter(|c| !c.is_ascii_lowercase()).collect();
+    let artifact = all.chars().filter(|c| c.is_ascii_lowercase()).collect();
+    (status, artifact)
+}
+
+fn answer(result: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": "r", "result": result })
+}
+
+fn script() -> Vec<Step> {
+    vec![
+        Step::Said("STEP ONE. ".into()),
+        Step::Said("STEP TWO. ".into()),
+        Step::Part("allthree".into()),
+        Step::Said("STEP THREE.".into()),
+        Step::Part("stepsdone".into()),
+    ]
+}
+
+#[test]
+fn every_status_message_and_part_shows_once() {
+    for v03 in [false, true] {
+        let steps = script();
+        // The send's answer (1.0 wraps the task), then reads at every
+        // step, one of them twice (nothing new), then the end.
+        let sent = match v03 {
+            true => answer(stored(&[], "submitted", v03)),
+            false => answer(json!({ "task": stored(&[], "submitted", v03) })),
+        };
+        let mut reads = vec![sent];
+        for n in 1..=steps.len() {
+            reads.push(answer(stored(&steps[..n], "working", v03)));
+        }
+        reads.push(reads.last().unwrap().clone());
+        reads.push(answer(stored(&steps, "completed", v03)));
+        let events = convert(&reads, TaskPoll::new(Some("sent".into())));
+        check_sequence(&events).unwrap();
+        assert_eq!(shown(&events), shown(&streamed(&steps, v03)));
+        assert_eq!(
+            shown(&events),
+            (
+                "STEP ONE. STEP TWO. STEP THREE.".into(),
+                "allthreestepsdone".into()
+            )
+        );
+        assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED");
+    }
+}
+
+#[test]
+fn reads_say_when_the_task_is_done() {
+    let mut poll = TaskPoll::new(Some("sent".into()));
+    let working = poll.read(&answer(stored(&script()[..1], "working", false)));
+    assert!(matches!(working, Polled::Task { done: false, ref task_id, .. } if task_id == "t1"));
+    let waiting = poll.read(&answer(stored(&script()[..2], "input-required", false)));
+    assert!(matches!(waiting, Polled::Task { done: true, .. }));
+    // An unchanged task adds nothing.
+    let again = poll.read(&answer(stored(&script()[..2], "input-required", false)));
+    assert!(matches!(again, Polled::Task { ref items, .. } if items.is_empty()));
+    let error = json!({ "jsonrpc": "2.0", "id": "r", "error": { "code": -32001, "message": "Task not found" } });
+    assert_eq!(poll.read(&error), Polled::Other);
+    let message =
+        answer(json!({ "kind": "message", "role": "agent", "messageId": "x", "parts": [] }));
+    assert_eq!(poll.read(&message), Polled::Other);
+}
+
+#[test]
+fn a_continuation_shows_nothing_of_the_earlier_turns() {
+    let earlier = vec![
+        Step::Part("weather".into()),
+        Step::Said("WHICH CITY?".into()),
+    ];
+    let before = answer(stored(&earlier, "input-required", false));
+    let mut poll = TaskPoll::new(Some("sent".into()));
+    poll.baseline(&before);
+    let mut now = earlier.clone();
+    now.push(Step::Part("sunny".into()));
+    let events = convert(&[answer(stored(&now, "completed", false))], poll);
+    check_sequence(&events).unwrap();
+    assert_eq!(shown(&events), (String::new(), "sunny".to_owned()));
+}
+
+#[test]
+fn a_run_taken_over_reads_on_without_repeating() {
+    // The first replica converted the reads up to step 3; the second
+    // rebuilt its converter from them and reads again, from scratch.
+    let steps = script();
+    let mut converter = Converter::with_sequential_ids(Options::default());
+    let mut out = Vec::new();
+    let mut first = TaskPoll::new(Some("sent".into()));
+    for n in [1, 3] {
+        let read = answer(stored(&steps[..n], "working", false));
+        let Polled::Task { items, .. } = first.read(&read) else {
+            unreachable!()
+        };
+        items
+            .iter()
+            .for_each(|item| converter.push_value(item, &mut out));
+    }
+    let mut second = TaskPoll::reattached();
+    for read in [
+        stored(&steps[..4], "working", false),
+        stored(&steps, "completed", false),
+    ] {
+        let Polled::Task { items, .. } = second.read(&answer(read)) else {
+            unreachable!()
+        };
+        items
+            .iter()
+            .for_each(|item| converter.push_value(item, &mut out));
+    }
+    converter.finish(StreamEnd::Eof, &mut out);
+    let events: Vec<Value> = out
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
+    check_sequence(&events).unwrap();
+    assert_eq!(shown(&events), shown(&streamed(&steps, false)));
+}
+
+/// Status messages in capitals, artifact text in small letters: told
+/// apart in the output by their case.
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        "[A-Z]{1,8}".prop_map(Step::Said),
+        "[a-z]{1,8}".prop_map(Step::Part),
+    ]
+}
+
+proptest! {
+    /// However seldom the task is read (at the end at least), a polled
+    /// run shows what the agent's stream would have: every status message
+    /// and the artifact's whole text, once.
+    #[test]
+    fn any_reading_shows_what_the_stream_shows(
+        steps in prop::collection::vec(step(), 1..12),
+        reads in prop::collection::vec(any::<bool>(), 12),
+        v03 in any::<bool>(),
+    ) {
+        // Each status message its own words: a stream drops a status that
+        // repeats the one before word for word (an agent saying its last
+        // event again), which a read cannot tell from two saying the same.
+        let steps: Vec<Step> = steps.into_iter().enumerate().map(|(n, step)| match step {
+            Step::Said(said) => Step::Said(format!("{said}{}", char::from(b'A' + n as u8))),
+            part => part,
+        }).collect();
+        let mut answers = Vec::new();
+        for n in 1..=steps.len() {
+            if reads[n - 1] {
+                answers.push(answer(stored(&steps[..n], "working", v03)));
+            }
+        }
+        answers.push(answer(stored(&steps, "completed", v03)));
+        let events = convert(&answers, TaskPoll::new(Some("sent".into())));
+        prop_assert!(check_sequence(&events).is_ok(), "{:?}", check_sequence(&events));
+        prop_assert_eq!(shown(&events), shown(&streamed(&steps, v03)));
+    }
+}

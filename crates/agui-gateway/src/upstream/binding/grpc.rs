@@ -1,0 +1,89 @@
+//! The gRPC binding: a `Call` as the call of the agent's service
+//! (`a2a_grpc::ServiceCall`), answered as its JSON-RPC answer would have
+//! been (`a2a_grpc::GrpcAgent::call`): the converter reads that alike.
+
+use a2a_grpc::dialect::Dialect;
+use a2a_grpc::{GrpcAgent, JsonRpcAnswer, JsonRpcBody, ServiceCall};
+use axum::http::{HeaderMap, StatusCode};
+use futures::TryStreamExt;
+use serde_json::{Map, Value, json};
+
+use crate::config::Mode;
+use crate::random::random_u64;
+use crate::upstream::route::Route;
+use crate::upstream::rpc::Call;
+use crate::upstream::rpc::{TaskCall, send_params};
+use crate::upstream::{BodyError, StreamResponse, UpstreamError};
+
+pub fn service_call(route: &Route, call: &Call<'_>) -> ServiceCall {
+    match call {
+        Call::Send { message, .. } => ServiceCall::Send {
+            streaming: route.mode == Mode::Stream,
+            params: send_params(route.version(), message, route.mode),
+        },
+        Call::Task(TaskCall::Get, task) => ServiceCall::Get {
+            id: (*task).to_owned(),
+            history_length: None,
+        },
+        Call::Task(TaskCall::Cancel, task) => ServiceCall::Cancel {
+            id: (*task).to_owned(),
+        },
+        Call::Task(TaskCall::Subscribe, task) => ServiceCall::Subscribe {
+            id: (*task).to_owned(),
+        },
+        Call::List {
+            context,
+            page_token,
+        } => {
+            let mut params = Map::new();
+            params.insert("pageSize".into(), json!(100));
+            params.insert("historyLength".into(), json!(1000));
+            params.insert("includeArtifacts".into(), json!(context.is_some()));
+            if let Some(context) = context {
+                params.insert("contextId".into(), json!(context));
+            }
+            if !page_token.is_empty() {
+                params.insert("pageToken".into(), json!(page_token));
+            }
+            ServiceCall::List { params }
+        }
+    }
+}
+
+/// Makes the call; a unary one within `deadline`. A call not made (no
+/// connection, a failed handshake) is the gateway's error, as for an HTTP
+/// agent not reached.
+pub async fn send(
+    grpc: &GrpcAgent,
+    call: ServiceCall,
+    dialect: Dialect,
+    headers: &HeaderMap,
+    deadline: Option<std::time::Duration>,
+) -> Result<StreamResponse, UpstreamError> {
+    let id = Value::String(format!("agui-gateway-{:x}", random_u64()));
+    answered(grpc.call(call, (id, dialect), headers, deadline).await)
+}
+
+/// A client's JSON-RPC call, made as the call of the agent's service it
+/// stands for (`GrpcAgent::execute`).
+pub async fn send_json_rpc(
+    grpc: &GrpcAgent,
+    body: &[u8],
+    headers: &HeaderMap,
+    deadline: std::time::Duration,
+) -> Result<StreamResponse, UpstreamError> {
+    answered(grpc.execute(body, headers, Some(deadline)).await)
+}
+
+fn answered(answer: JsonRpcAnswer) -> Result<StreamResponse, UpstreamError> {
+    if let JsonRpcBody::Unreachable(cause) = answer.body {
+        return Err(UpstreamError::Grpc(cause));
+    }
+    Ok(StreamResponse {
+        status: StatusCode::OK,
+        unauthenticated: answer.unauthenticated,
+        headers: answer.headers.clone(),
+        body: Box::pin(answer.into_stream().map_err(BodyError::Grpc)),
+        handed_one_by_one: false,
+    })
+}
