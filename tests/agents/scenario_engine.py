@@ -49,6 +49,15 @@ def delay_seconds() -> float:
         return 0.02
 
 
+def streaming() -> bool:
+    """The card's capabilities.streaming: STREAMING=0 (or false/no/off) says false; the default true.
+
+    The SDKs refuse message/stream and SendStreamingMessage (and the REST and gRPC streaming
+    calls) when the card says false, so such an agent can only be sent to and polled.
+    """
+    return os.environ.get('STREAMING', '').strip().lower() not in ('0', 'false', 'no', 'off')
+
+
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
 

@@ -3,8 +3,8 @@
 #
 # Starts python-v1, python-v03 and js-v1 on free loopback ports (--port 0), then for every
 # dialect each one speaks checks the card and the chunks, message-only, input-required (plus
-# the follow-up turn on the same task), fail and commands scenarios, and cancel-me on the
-# JSON-RPC dialects. Each SSE body is kept byte for byte in
+# the follow-up turn on the same task), fail, progress and commands scenarios, and cancel-me on
+# the JSON-RPC dialects. Each SSE body is kept byte for byte in
 #   ${RECORDINGS_DIR:-tests/agents/recordings}/<agent>-<dialect>-<scenario>.sse
 # Ends by stopping every agent with SIGTERM (each must exit 0) and prints "N passed, M failed".
 #
@@ -152,6 +152,9 @@ scenarios() {
     f="$(stream "$agent" "$dialect" "$base" "$s" "$s")"
     verify "$agent" "$dialect" "$s" "$f" --scenario "$s" || true
   done
+  # progress with 0.2 s pauses (its own default is 1 s): three status messages, then the answer.
+  f="$(stream "$agent" "$dialect" "$base" progress progress:0.2)"
+  verify "$agent" "$dialect" progress "$f" --scenario progress || true
   f="$(stream "$agent" "$dialect" "$base" commands commands '' '' "$ALIBABA_META")"
   verify "$agent" "$dialect" commands "$f" --scenario commands || true
 

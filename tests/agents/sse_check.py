@@ -220,6 +220,15 @@ def check(events: list[dict], scenario: str, follow_up: bool, dialect: str) -> l
             c.expect(md.get('user') == {'userId': 'u1'} and md.get('chatId') == 'chat-1'
                      and md.get('location', {}).get('city') == 'Hangzhou',
                      f'echoed metadata {md!r}')
+    elif scenario == 'progress':
+        c.task_stream('completed')
+        steps = [e for e in events if e['kind'] == 'status' and e['state'] == 'working']
+        c.expect([texts(e['message']['parts']) if e['message'] else None for e in steps]
+                 == ['Step 1 of 3', 'Step 2 of 3', 'Step 3 of 3'], 'working status messages')
+        ids = {e['message']['messageId'] for e in steps if e['message']}
+        c.expect(len(ids) == len(steps), f'{len(ids)} message ids for {len(steps)} status messages')
+        c.expect(c.artifact_text('answer-1') == 'All three steps done.',
+                 f"answer-1 text {c.artifact_text('answer-1')!r}")
     elif scenario == 'cancel-me':
         c.task_stream('canceled')
         c.expect(len(c.artifact_events('ticks')) >= 1, 'no ticks before the cancel')

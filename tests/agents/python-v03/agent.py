@@ -10,6 +10,8 @@ Run: python agent.py [--host 127.0.0.1] [--port 0]   -> prints "READY <port>".
 Scenarios: ../scenarios.json (see ../README.md). DELAY_MS sets the pause between events.
 Interrupted states (input-required, auth-required) are sent with final=true, as most 0.3 agents
 do (the 1.x compat layer sends final=false). A follow-up turn's stream opens with a status-update.
+STREAMING=0 makes the card say capabilities.streaming false (the SDK then refuses message/stream);
+CALL_LOG=<path> logs every request there, one JSON line each (../call_log.py).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from a2a.types import (  # noqa: E402
 )
 from a2a.utils import new_task  # noqa: E402
 
+import call_log  # noqa: E402
 import scenario_engine as engine  # noqa: E402
 
 
@@ -146,7 +149,7 @@ def build_app(host: str, port: int):
         additional_interfaces=[AgentInterface(transport='JSONRPC', url=f'{base}/'),
                                AgentInterface(transport='HTTP+JSON', url=f'{base}/rest')],
         capabilities=AgentCapabilities(
-            streaming=True, push_notifications=False,
+            streaming=engine.streaming(), push_notifications=False,
             extensions=[AgentExtension(uri=uri, description=desc, required=False)
                         for uri, desc in engine.EXTENSION_URIS]),
         default_input_modes=['text/plain'],
@@ -157,7 +160,7 @@ def build_app(host: str, port: int):
     handler = DefaultRequestHandler(agent_executor=ScenarioExecutor(), task_store=InMemoryTaskStore())
     app = A2AStarletteApplication(agent_card=card, http_handler=handler).build()
     app.mount('/rest', A2ARESTFastAPIApplication(agent_card=card, http_handler=handler).build())
-    return app
+    return call_log.wrap(app)
 
 
 if __name__ == '__main__':

@@ -11,6 +11,15 @@ Scenarios: ../scenarios.json (see ../README.md). DELAY_MS sets the pause between
 TLS_CERT/TLS_KEY/TLS_CLIENT_CA serve HTTPS (../../frameworks/_serve.py); REQUIRE_BEARER_JWKS and
 CARD_TOKEN_URL require and declare OAuth2 bearer tokens (bearer.py); CARD_SIGNING_KEY, CARD_TAMPER
 and EXTENDED_CARD sign the card and serve an extended one (signed_card.py).
+
+Card and call switches (the polling and card-preference tests; unset, the card is as above):
+  STREAMING=0           capabilities.streaming false: the SDK refuses every streaming call
+  CARD_VERSIONS=0.3     the card is 0.3 only (url, preferredTransport, protocolVersion,
+                        additionalInterfaces; no supportedInterfaces), made by the SDK's own
+                        0.3 compat types; the agent still answers 1.0 calls
+  CARD_ORDER=rest-first supportedInterfaces list HTTP+JSON (at /rest) before JSONRPC
+  CARD_FOREIGN=<url>    the first interface is JSONRPC 1.0 at <url> (another origin)
+  CALL_LOG=<path>       every request is logged there, one JSON line each (../call_log.py)
 """
 
 from __future__ import annotations
@@ -25,6 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from google.protobuf import struct_pb2  # noqa: E402
 from google.protobuf.json_format import MessageToDict, ParseDict  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
+from starlette.responses import JSONResponse  # noqa: E402
+from starlette.routing import Route  # noqa: E402
+
+from a2a.compat.v0_3.conversions import to_compat_agent_card  # noqa: E402
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext  # noqa: E402
 from a2a.server.events import EventQueue  # noqa: E402
@@ -50,6 +63,7 @@ from a2a.types import (  # noqa: E402
 )
 
 import bearer  # noqa: E402
+import call_log  # noqa: E402
 import signed_card  # noqa: E402
 import scenario_engine as engine  # noqa: E402
 
@@ -154,7 +168,47 @@ class ScenarioExecutor(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
-def build_app(host: str, port: int) -> Starlette:
+def interfaces(base: str) -> list[AgentInterface]:
+    """The card's interfaces, in its order of preference (CARD_ORDER, CARD_FOREIGN, CARD_VERSIONS)."""
+    jsonrpc = [AgentInterface(protocol_binding='JSONRPC', protocol_version=v, url=f'{base}/')
+               for v in ('1.0', '0.3')]
+    rest = [AgentInterface(protocol_binding='HTTP+JSON', protocol_version=v, url=f'{base}/rest')
+            for v in ('1.0', '0.3')]
+    order = os.environ.get('CARD_ORDER', '')
+    if order not in ('', 'rest-first'):
+        raise SystemExit(f'CARD_ORDER={order!r}: expected rest-first or nothing')
+    listed = rest + jsonrpc if order == 'rest-first' else jsonrpc + rest
+    foreign = os.environ.get('CARD_FOREIGN')
+    if foreign:
+        listed.insert(0, AgentInterface(protocol_binding='JSONRPC', protocol_version='1.0', url=foreign))
+    versions = os.environ.get('CARD_VERSIONS', '')
+    if versions not in ('', '0.3'):
+        raise SystemExit(f'CARD_VERSIONS={versions!r}: expected 0.3 or nothing')
+    if versions == '0.3':
+        listed = [i for i in listed if i.protocol_version == '0.3']
+    return listed
+
+
+def card_routes(card: AgentCard, legacy_only: bool) -> list:
+    """The card's route: the SDK's (the hybrid card), or with ``legacy_only`` the SDK's 0.3 card.
+
+    a2a-sdk 1.3.0 always serves a card with supportedInterfaces; a 0.3-only card is its own
+    0.3 compat type (to_compat_agent_card: the first 0.3 interface becomes url and
+    preferredTransport, the others additionalInterfaces), served here as the SDK would serve it.
+    """
+    if not legacy_only:
+        return create_agent_card_routes(card)
+    legacy = to_compat_agent_card(card).model_dump(exclude_none=True)
+    if not legacy.get('supportsAuthenticatedExtendedCard'):
+        legacy.pop('supportsAuthenticatedExtendedCard', None)
+
+    async def serve_card(_request) -> JSONResponse:
+        return JSONResponse(legacy)
+
+    return [Route('/.well-known/agent-card.json', serve_card, methods=['GET'])]
+
+
+def build_app(host: str, port: int):
     # HTTPS when the runner serves TLS (TLS_CERT, see ../../frameworks/_serve.py).
     scheme = 'https' if os.environ.get('TLS_CERT') else 'http'
     base = f'{scheme}://{host}:{port}'
@@ -163,7 +217,7 @@ def build_app(host: str, port: int) -> Starlette:
         description='Plays the scripted scenarios of tests/agents/scenarios.json over A2A 1.0 and 0.3.',
         version='1.0.0',
         capabilities=AgentCapabilities(
-            streaming=True, push_notifications=False,
+            streaming=engine.streaming(), push_notifications=False,
             extensions=[AgentExtension(uri=uri, description=desc, required=False)
                         for uri, desc in engine.EXTENSION_URIS]),
         default_input_modes=['text/plain'],
@@ -171,21 +225,16 @@ def build_app(host: str, port: int) -> Starlette:
         skills=[AgentSkill(id='scenarios', name='Scenarios',
                            description='Picks a scripted scenario by a magic word in the text.',
                            tags=['test'], examples=['chunks', 'input-required', 'slow:5'])],
-        supported_interfaces=[
-            AgentInterface(protocol_binding='JSONRPC', protocol_version='1.0', url=f'{base}/'),
-            AgentInterface(protocol_binding='JSONRPC', protocol_version='0.3', url=f'{base}/'),
-            AgentInterface(protocol_binding='HTTP+JSON', protocol_version='1.0', url=f'{base}/rest'),
-            AgentInterface(protocol_binding='HTTP+JSON', protocol_version='0.3', url=f'{base}/rest'),
-        ],
+        supported_interfaces=interfaces(base),
         **bearer.card_security())
     card, extended = signed_card.prepare(card)
     handler = DefaultRequestHandler(agent_executor=ScenarioExecutor(), task_store=InMemoryTaskStore(),
                                     agent_card=card, extended_agent_card=extended)
     routes = []
-    routes += create_agent_card_routes(card)
+    routes += card_routes(card, legacy_only=os.environ.get('CARD_VERSIONS') == '0.3')
     routes += create_rest_routes(handler, path_prefix='/rest', enable_v0_3_compat=True)
     routes += create_jsonrpc_routes(handler, rpc_url='/', enable_v0_3_compat=True)
-    return bearer.guard(Starlette(routes=routes))
+    return call_log.wrap(bearer.guard(Starlette(routes=routes)))
 
 
 if __name__ == '__main__':
