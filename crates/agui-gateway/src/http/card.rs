@@ -229,9 +229,10 @@ fn present(
     }
     let shaped = is_card(card);
     let mut ours = rewrite(card, upstream_base, gateway_base);
-    if agent.grpc.is_some() {
+    if agent.grpc_channel().is_some() {
         // gRPC clients have no path prefix: only the default agent, at
-        // the root, is reached over gRPC.
+        // the root, is reached over gRPC. The agent's own addresses (its
+        // gRPC `host:port`) are never shown.
         let mount = gateway_base.strip_prefix(public).unwrap_or(gateway_base);
         let grpc = a2a_grpc::cards::grpc_address(public, mount);
         through_gateway(card, gateway_base, grpc.as_deref());

@@ -52,7 +52,7 @@ pub async fn call(
             "client: gRPC needs HTTP/2",
         ));
     }
-    let Some(grpc) = &agent.grpc else {
+    let Some(grpc) = agent.grpc_channel() else {
         return Ok(trailers_only(
             Code::Unimplemented,
             "the agent is not reached over gRPC here: use its JSON-RPC or HTTP+JSON interface",

@@ -344,6 +344,15 @@ impl Agent {
         }
     }
 
+    /// Where a client's own gRPC call to the agent goes: the configured
+    /// gRPC address, else the card's chosen gRPC interface; `None` for an
+    /// agent not reached over gRPC.
+    pub fn grpc_channel(&self) -> Option<GrpcAgent> {
+        self.grpc
+            .clone()
+            .or_else(|| self.card()?.route.grpc.clone())
+    }
+
     /// How the calls the gateway makes itself reach the agent now: as its
     /// card says, else as configured.
     pub async fn route(&self) -> Route {
