@@ -11,6 +11,8 @@
 //! - [`Behaviour::Load`]: the load tools' agent: paced chunks carrying the
 //!   time they were sent (`load`, `marker`), over JSON-RPC in both A2A
 //!   dialects and over A2A 1.0's gRPC binding on a second port (`grpc`).
+//! - [`Behaviour::Polled`]: an agent that does not stream, its tasks read
+//!   as they advance on the clock, with the faults of polling (`polled`).
 //!
 //! Test support, not production code: it trusts what it is sent, within
 //! the bounds a loopback test needs.
@@ -22,6 +24,7 @@ mod grpc;
 pub mod load;
 mod log;
 pub mod marker;
+mod polled;
 mod sse;
 
 use std::net::SocketAddr;
@@ -49,6 +52,8 @@ pub enum Behaviour {
     Faults,
     /// Paced chunks by the defaults, which a request's text may override.
     Load(LoadDefaults),
+    /// No streaming: a task to poll (`X-Fake` picks its fault).
+    Polled,
 }
 
 /// A running fake agent. It serves until the runtime it was started on
@@ -76,6 +81,7 @@ impl Agent {
             Behaviour::Load(defaults) => Mode::Load(load::Pacer::new(defaults)),
             Behaviour::Demo { delay } => Mode::Demo(delay),
             Behaviour::Faults => Mode::Faults,
+            Behaviour::Polled => Mode::Polled(polled::Tasks::default()),
         };
         // Both bindings answer from one pacer: one count of tasks, so no
         // two streams share a task id whichever binding they came by.
@@ -154,6 +160,7 @@ enum Mode {
     Demo(Duration),
     Faults,
     Load(load::Pacer),
+    Polled(polled::Tasks),
 }
 
 async fn card(State(served): State<Served>) -> Response {
@@ -161,6 +168,7 @@ async fn card(State(served): State<Served>) -> Response {
         Mode::Demo(_) => demo::card(&served.url),
         Mode::Faults => faults::card(&served.url),
         Mode::Load(_) => load::card(&served.url),
+        Mode::Polled(_) => polled::card(&served.url),
     }
     .into_response()
 }
@@ -168,12 +176,15 @@ async fn card(State(served): State<Served>) -> Response {
 async fn rpc(State(served): State<Served>, headers: HeaderMap, body: Bytes) -> Response {
     match &served.behaviour {
         Mode::Demo(delay) => demo::respond(*delay, &body),
-        Mode::Faults => {
+        Mode::Faults | Mode::Polled(_) => {
             let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
             if let Ok(mut log) = served.log.lock() {
                 log.received(&request, &headers);
             }
-            faults::answer(&served.log, &headers, &request)
+            match &served.behaviour {
+                Mode::Polled(tasks) => tasks.answer(&headers, &request),
+                _ => faults::answer(&served.log, &headers, &request),
+            }
         }
         Mode::Load(pacer) => pacer.answer(&body),
     }

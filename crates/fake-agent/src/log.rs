@@ -14,8 +14,9 @@ pub struct Log {
     pub sent: Vec<Instant>,
     /// When a streaming response was dropped (the connection closed).
     pub closed: Option<Instant>,
-    /// JSON-RPC methods received.
+    /// JSON-RPC methods received, and when.
     pub methods: Vec<String>,
+    pub received_at: Vec<Instant>,
     /// Headers of the last request.
     pub headers: Vec<(String, String)>,
     /// Body of the last request.
@@ -26,6 +27,7 @@ impl Log {
     pub(crate) fn received(&mut self, request: &Value, headers: &HeaderMap) {
         self.methods
             .push(request["method"].as_str().unwrap_or("").to_owned());
+        self.received_at.push(Instant::now());
         self.body = request.clone();
         self.headers = headers
             .iter()

@@ -8,7 +8,8 @@
 //!   as the turn's past (`Converter::on_task`), so the content follows in
 //!   items of its own;
 //! - each agent message of the history that is new (status messages an
-//!   agent moved there when the next status came), as a `working` status;
+//!   agent moved there when the next status came), then a working task's
+//!   new status message, each as a `working` status;
 //! - the task itself without its history, when it changed since the last
 //!   read. The converter shows of it only what it has not shown: artifact
 //!   parts past those it saw, messages by their ids. That is also what
@@ -129,7 +130,20 @@ impl TaskPoll {
             items.push(envelope(opening, "task", v03));
         }
         let said = status_message(task).and_then(message_id).map(str::to_owned);
-        for message in self.news(task, said.as_deref()) {
+        let mut news = self.news(task, said.as_deref());
+        // A working task's status message came before the artifact parts
+        // this read shows too, as agents say what they do before doing
+        // it; a status that ends the turn closes it, after them (in the
+        // snapshot).
+        if !state.ends_turn()
+            && let Some(id) = said.as_deref()
+            && !self.seen.contains(id)
+            && let Some(message) = status_message(task)
+        {
+            news.push(message.clone());
+            self.remember(id);
+        }
+        for message in news {
             let mut update = json!({ "taskId": task_id,
                 "status": { "state": spelled(TaskState::Working, v03), "message": message } });
             if !context.is_null() {

@@ -37,6 +37,7 @@ mod matrix;
 mod negotiation;
 mod operations;
 mod passthrough;
+mod polling_in_process;
 mod proc;
 mod readme;
 mod replicas;
