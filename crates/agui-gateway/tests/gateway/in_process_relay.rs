@@ -29,6 +29,15 @@ async fn gateway_before(fake: &Agent, idle_timeout: Duration) -> Arc<AppState> {
 /// The seed's request on the negotiated route, the fake's behaviour picked
 /// by `X-Fake`; the AG-UI events of the whole response.
 async fn run(state: &Arc<AppState>, scenario: &str) -> Vec<Value> {
+    let body = axum::body::to_bytes(seed_answer(state, scenario).await, 16 << 20)
+        .await
+        .expect("the whole stream");
+    agui_events(std::str::from_utf8(&body).expect("UTF-8"))
+}
+
+/// The answer's body to the seed's request on the negotiated route, the
+/// fake's behaviour picked by `X-Fake`.
+pub(crate) async fn seed_answer(state: &Arc<AppState>, scenario: &str) -> Body {
     let request = Request::post("/v1/agents/default/stream?format=agui")
         .header("x-fake", scenario)
         .body(Body::from(SEED_BODY))
@@ -38,10 +47,7 @@ async fn run(state: &Arc<AppState>, scenario: &str) -> Vec<Value> {
         .await
         .expect("an answer");
     assert_eq!(response.status(), StatusCode::OK, "{scenario}");
-    let body = axum::body::to_bytes(response.into_body(), 16 << 20)
-        .await
-        .expect("the whole stream");
-    agui_events(std::str::from_utf8(&body).expect("UTF-8"))
+    response.into_body()
 }
 
 fn terminal_code(events: &[Value]) -> String {

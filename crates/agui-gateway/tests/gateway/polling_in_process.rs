@@ -11,12 +11,12 @@ use agui_gateway::config::{AgentConfig, Config, Mode};
 use agui_gateway::http::router::router;
 use agui_gateway::state::{AppState, Shutdown};
 use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::Request;
 use http_body_util::BodyExt;
 use serde_json::Value;
 use tower::ServiceExt;
 
-use crate::SEED_BODY;
+use crate::in_process_relay::seed_answer;
 use crate::support::{agui_events, assert_valid_run, text_of};
 
 async fn gateway_before(fake: &Agent, idle: Duration, mode: Option<Mode>) -> Arc<AppState> {
@@ -31,16 +31,7 @@ async fn gateway_before(fake: &Agent, idle: Duration, mode: Option<Mode>) -> Arc
 /// The seed's request, the fake's fault picked by `X-Fake`: the AG-UI
 /// events, each with when it arrived.
 async fn run(state: &Arc<AppState>, fault: &str) -> Vec<(Instant, Value)> {
-    let request = Request::post("/v1/agents/default/stream?format=agui")
-        .header("x-fake", fault)
-        .body(Body::from(SEED_BODY))
-        .expect("a request");
-    let response = router(state.clone())
-        .oneshot(request)
-        .await
-        .expect("an answer");
-    assert_eq!(response.status(), StatusCode::OK, "{fault}");
-    let mut body = response.into_body();
+    let mut body = seed_answer(state, fault).await;
     let mut events = Vec::new();
     let until = Instant::now() + Duration::from_secs(20);
     while let Ok(Some(frame)) = tokio::time::timeout_at(until.into(), body.frame()).await {
