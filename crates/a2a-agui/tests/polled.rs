@@ -300,3 +300,81 @@ proptest! {
         prop_assert_eq!(shown(&events), shown(&streamed(&steps, v03)));
     }
 }
+
+/// Anything an agent may answer a read with: tasks whose fields are of
+/// any shape, messages, errors, junk.
+fn hostile_answer() -> impl Strategy<Value = Value> {
+    let scalar = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        "[a-zA-Z_ -]{0,12}".prop_map(Value::from),
+    ];
+    let leaf = scalar.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+            prop::collection::btree_map(
+                prop_oneof![
+                    Just("id".to_owned()),
+                    Just("messageId".to_owned()),
+                    Just("role".to_owned()),
+                    Just("parts".to_owned()),
+                    Just("text".to_owned()),
+                    Just("state".to_owned()),
+                    Just("artifactId".to_owned()),
+                    "[a-z]{1,6}",
+                ],
+                inner,
+                0..4
+            )
+            .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    });
+    let state = prop_oneof![
+        Just("working"),
+        Just("TASK_STATE_WORKING"),
+        Just("completed"),
+        Just("input-required"),
+        Just("failed"),
+        Just("bogus"),
+    ];
+    let task = (
+        state,
+        prop::collection::vec(leaf.clone(), 0..4),
+        prop::collection::vec(leaf.clone(), 0..3),
+        leaf.clone(),
+    )
+        .prop_map(|(state, history, artifacts, message)| {
+            json!({ "id": "t1", "contextId": "c1", "kind": "task",
+                "status": { "state": state, "message": message },
+                "history": history, "artifacts": artifacts })
+        });
+    prop_oneof![
+        6 => task.prop_map(answer),
+        1 => leaf.clone().prop_map(answer),
+        1 => leaf,
+        1 => Just(json!({ "jsonrpc": "2.0", "id": 1, "error": { "code": -32001, "message": "gone" } })),
+    ]
+}
+
+proptest! {
+    /// Whatever the reads answer, the run is a valid AG-UI run, and a read
+    /// hands on no more items than the task holds messages, plus two.
+    #[test]
+    fn hostile_reads_make_a_valid_run(answers in prop::collection::vec(hostile_answer(), 1..8)) {
+        let mut poll = TaskPoll::new(Some("sent".into()));
+        let mut items = Vec::new();
+        for answer in &answers {
+            match poll.read(answer) {
+                Polled::Task { items: news, .. } => {
+                    let held = answer.pointer("/result/history").and_then(Value::as_array).map_or(0, Vec::len);
+                    prop_assert!(news.len() <= held + 3, "{} items of {answer}", news.len());
+                    items.extend(news);
+                }
+                Polled::Other => items.push(answer.clone()),
+            }
+        }
+        let events = convert_items(&items);
+        prop_assert!(check_sequence(&events).is_ok(), "{:?}", check_sequence(&events));
+    }
+}

@@ -465,6 +465,26 @@ mod tests {
     }
 
     #[test]
+    fn binding_and_mode_pin_how_an_agent_is_reached() {
+        let parse = |lines: &str| {
+            Config::parse(
+                "gw.toml",
+                &format!("[agents.a]\nupstream = \"http://x/\"\n{lines}"),
+            )
+        };
+        let pinned = parse("binding = \"HTTP+JSON\"\nmode = \"poll\"\n").unwrap();
+        assert_eq!(
+            pinned.agents[0].reach,
+            Reach {
+                binding: Some(Binding::HttpJson),
+                mode: Some(Mode::Poll)
+            }
+        );
+        let auto = parse("binding = \"auto\"\nmode = \"auto\"\n").unwrap();
+        assert_eq!(auto.agents[0].reach, Reach::default());
+    }
+
+    #[test]
     fn format_has_output_as_an_older_name() {
         let agent = |lines: &str| format!("[agents.a]\nupstream = \"http://x/\"\n{lines}");
         let parse = |lines: &str| Config::parse("gw.toml", &agent(lines));

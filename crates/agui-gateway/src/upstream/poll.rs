@@ -226,7 +226,8 @@ impl Polling {
             span.fail("unreadable");
             return self.took(Vec::new(), false);
         };
-        if status.is_server_error() {
+        let busy = [StatusCode::TOO_MANY_REQUESTS, StatusCode::REQUEST_TIMEOUT];
+        if status.is_server_error() || busy.contains(&status) {
             // A moment's trouble at the agent: the next read may do.
             return self.took(Vec::new(), false);
         }

@@ -75,6 +75,15 @@ fn check_config_names_the_line_of_each_invalid_value() {
             format!("{AGENT}headers_env = {{ \"X-Key\" = \"NOT A NAME\" }}\n"),
             "gw.toml:3: agents.a.headers_env.X-Key: \"NOT A NAME\" is not an environment variable's name",
         ),
+        // How an agent is reached.
+        (
+            format!("{AGENT}binding = \"websocket\"\n"),
+            "gw.toml:3: agents.a.binding: \"websocket\" is not one of auto, jsonrpc, http+json, grpc",
+        ),
+        (
+            format!("{AGENT}a2a_version = \"1.0\"\nmode = \"sometimes\"\n"),
+            "gw.toml:4: agents.a.mode: \"sometimes\" is not one of auto, stream, poll",
+        ),
         // Origins without a scheme.
         (
             format!(
