@@ -8,6 +8,7 @@
 mod agui_endpoint;
 mod auth;
 mod batching;
+mod card_preference;
 mod card_signing;
 mod config;
 mod copilotkit;
@@ -18,6 +19,7 @@ mod failures;
 mod frameworks;
 mod framing;
 mod fuzz_corpora;
+mod grpc_by_card;
 mod grpc_upstream;
 mod hardening;
 mod hardening_answers;

@@ -9,6 +9,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
+use crate::grpc_by_card::{ConfiguredBy, fronted};
 use crate::run_client;
 use crate::support::{Process, agent, gateway_for, repo_root};
 
@@ -197,17 +198,29 @@ pub fn run_matrix(upstream: &str) {
 }
 
 /// The matrix against a gRPC-only agent (a2a-sdk 1.3.0), called on
-/// `service` ("1.0": `lf.a2a.v1`, "0.3": `a2a.v1`).
-fn run_grpc_matrix(service: &str) {
-    let agent: Process = agent("python-v1-grpc");
-    let gw = crate::grpc_upstream::grpc_gateway_named(
-        "default",
-        agent.port,
-        service,
-        "",
-        &["--keepalive-secs", "1"],
+/// `service` ("1.0": `lf.a2a.v1`, "0.3": `a2a.v1`), the gateway
+/// configured `by` its gRPC address or by the URL of its card.
+fn run_grpc_matrix(service: &str, by: ConfiguredBy) {
+    let fronted = fronted("default", service, by, &["--keepalive-secs", "1"], &[]);
+    run_cells(
+        &format!("python-v1-grpc-{service}{}", by.suffix()),
+        &fronted.gw,
     );
-    run_cells(&format!("python-v1-grpc-{service}"), &gw);
+}
+
+/// One scenario of the matrix, run by `@ag-ui/client` 1.0.0 against
+/// `url` in `thread`, checked as its cells are; `Err` says what is wrong.
+pub fn check_scenario(url: &str, scenario: &str, thread: &str) -> Result<(), String> {
+    let expect = scenarios()
+        .into_iter()
+        .find(|e| e.scenario == scenario)
+        .unwrap_or_else(|| panic!("no scenario {scenario} in the matrix"));
+    let run = run_client(
+        CLIENTS[0],
+        url,
+        &["--message", scenario, "--thread", thread],
+    );
+    check(&expect, &run)
 }
 
 fn run_cells(upstream: &str, gw: &Process) {
@@ -293,13 +306,28 @@ fn matrix_python_a2a_sdk_0_3() {
 #[test]
 #[ignore = "tier 2: real A2A agents, tests/agents/setup.sh; the AG-UI validator, tests/conformance/setup.sh"]
 fn matrix_python_a2a_sdk_1_3_grpc_1_0() {
-    run_grpc_matrix("1.0");
+    run_grpc_matrix("1.0", ConfiguredBy::GrpcUrl);
 }
 
 #[test]
 #[ignore = "tier 2: real A2A agents, tests/agents/setup.sh; the AG-UI validator, tests/conformance/setup.sh"]
 fn matrix_python_a2a_sdk_1_3_grpc_0_3() {
-    run_grpc_matrix("0.3");
+    run_grpc_matrix("0.3", ConfiguredBy::GrpcUrl);
+}
+
+/// The same agent configured by the URL of its card (1.0's), which names
+/// its gRPC interfaces (issue 39).
+#[test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh; the AG-UI validator, tests/conformance/setup.sh"]
+fn matrix_python_a2a_sdk_1_3_grpc_1_0_by_card() {
+    run_grpc_matrix("1.0", ConfiguredBy::CardUrl);
+}
+
+/// The same with a 0.3-only card (`GRPC_CARD=0.3`).
+#[test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh; the AG-UI validator, tests/conformance/setup.sh"]
+fn matrix_python_a2a_sdk_1_3_grpc_0_3_by_card() {
+    run_grpc_matrix("0.3", ConfiguredBy::CardUrl);
 }
 
 #[test]

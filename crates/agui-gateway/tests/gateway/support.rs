@@ -259,6 +259,57 @@ pub async fn agent_a_failing(gw: &Process) -> Value {
     ready["agents"]["a"].clone()
 }
 
+/// One AG-UI run of agent `name` with the user's `text` (a scenario's
+/// word) in `thread`: its events (the client's 60 s timeout bounds it).
+pub async fn agui_run(gw: &Process, name: &str, text: &str, thread: &str) -> Vec<Value> {
+    let input = json!({ "threadId": thread, "runId": "r1",
+        "messages": [{ "id": "u1", "role": "user", "content": text }] });
+    let body = client()
+        .post(format!("{}/v1/agents/{name}/agui", gw.url()))
+        .json(&input)
+        .send()
+        .await
+        .expect("the run's answer")
+        .text()
+        .await
+        .expect("the run's body");
+    agui_events(&body)
+}
+
+/// `agents.NAME.reachedBy` of the gateway's `/readyz`: the binding,
+/// version and mode its runs take (the card is fetched for it).
+pub async fn reached_by(gw: &Process, name: &str) -> Value {
+    let ready: Value = http_get(format!("{}/readyz", gw.url()))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    ready["agents"][name]["reachedBy"].clone()
+}
+
+/// The calls a test agent logged to its `CALL_LOG` file, in order: a
+/// JSON-RPC method, `"<HTTP method> <path>"`, or a gRPC method's path
+/// (`tests/agents/README.md`). None yet is an empty list.
+pub fn calls_logged(log: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .map(|line| {
+            let entry: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("a CALL_LOG line is not JSON ({e}): {line}"));
+            entry["method"].as_str().expect("a method").to_owned()
+        })
+        .collect()
+}
+
+/// A fresh `CALL_LOG` path for `test` (nothing there yet).
+pub fn call_log_path(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agui-gateway-calls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a directory for call logs");
+    let path = dir.join(format!("{test}.jsonl"));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
 /// Everything the `input` agent received (messages and cancels), in order.
 pub async fn received_by(agent: &Process) -> Vec<Value> {
     http_get(format!("{}/received", agent.url()))
