@@ -59,8 +59,8 @@ pub use messages::{
 };
 pub use pipeline::{StreamConverter, convert_recording, looks_like_sse};
 pub use read::{
-    A2aMessage, ErrorReport, FileRef, MAX_ID_BYTES, PartBody, Polled, TaskPoll, error_report,
-    part_body,
+    A2aMessage, ErrorReport, FileRef, MAX_ID_BYTES, PartBody, PollMemo, Polled, TaskPoll,
+    error_report, part_body,
 };
 pub use sse::{DEFAULT_MAX_EVENT_BYTES, SseError, SseEvent, SseParser};
 pub use state::{RunState, TaskState};

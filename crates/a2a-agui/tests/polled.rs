@@ -241,7 +241,7 @@ fn a_run_taken_over_reads_on_without_repeating() {
             .iter()
             .for_each(|item| converter.push_value(item, &mut out));
     }
-    let mut second = TaskPoll::reattached();
+    let mut second = TaskPoll::reattached(first.memo(), converter.artifacts_shown());
     for read in [
         stored(&steps[..4], "working", false),
         stored(&steps, "completed", false),
@@ -260,6 +260,59 @@ fn a_run_taken_over_reads_on_without_repeating() {
         .collect();
     check_sequence(&events).unwrap();
     assert_eq!(shown(&events), shown(&streamed(&steps, false)));
+}
+
+#[test]
+fn a_continuation_taken_over_shows_nothing_of_the_earlier_turns_either() {
+    let earlier = vec![
+        Step::Part("weather".into()),
+        Step::Said("WHICH CITY?".into()),
+    ];
+    // The message the gateway sent comes after the earlier turn's in the
+    // history, as a store appends it.
+    let continued = |steps: &[Step], state: &str| {
+        let mut task = stored(steps, state, false);
+        let history = task["history"].as_array_mut().unwrap();
+        let sent = history.remove(0);
+        let at = history
+            .iter()
+            .position(|m| m["parts"][0]["text"] == "WHICH CITY?")
+            .map_or(0, |at| at + 1);
+        history.insert(at, sent);
+        answer(task)
+    };
+    let mut converter = Converter::with_sequential_ids(Options::default());
+    let mut out = Vec::new();
+    let mut read = |poll: &mut TaskPoll, converter: &mut Converter<_>, answer: Value| {
+        let Polled::Task { items, .. } = poll.read(&answer) else {
+            unreachable!()
+        };
+        items
+            .iter()
+            .for_each(|item| converter.push_value(item, &mut out));
+    };
+    let mut first = TaskPoll::new(Some("sent".into()));
+    first.baseline(&answer(stored(&earlier, "input-required", false)));
+    let mut now = earlier.clone();
+    now.push(Step::Part("sunny".into()));
+    read(&mut first, &mut converter, continued(&now, "working"));
+    // The replica that takes over knows the run's memo and what its
+    // rebuilt converter showed, not the first replica's reads.
+    let mut second = TaskPoll::reattached(first.memo(), converter.artifacts_shown());
+    now.push(Step::Said("LOOKING. ".into()));
+    read(&mut second, &mut converter, continued(&now, "working"));
+    now.push(Step::Part("today".into()));
+    read(&mut second, &mut converter, continued(&now, "completed"));
+    converter.finish(StreamEnd::Eof, &mut out);
+    let events: Vec<Value> = out
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
+    check_sequence(&events).unwrap();
+    assert_eq!(
+        shown(&events),
+        ("LOOKING. ".to_owned(), "sunnytoday".to_owned())
+    );
 }
 
 /// Status messages in capitals, artifact text in small letters: told
@@ -281,13 +334,18 @@ proptest! {
         reads in prop::collection::vec(any::<bool>(), 12),
         v03 in any::<bool>(),
     ) {
-        // Each status message its own words: a stream drops a status that
-        // repeats the one before word for word (an agent saying its last
-        // event again), which a read cannot tell from two saying the same.
-        let steps: Vec<Step> = steps.into_iter().enumerate().map(|(n, step)| match step {
-            Step::Said(said) => Step::Said(format!("{said}{}", char::from(b'A' + n as u8))),
-            part => part,
-        }).collect();
+        // Each status message its own words, from its first letter on: a
+        // stream drops a status that repeats the one before word for word,
+        // and reads a status that extends the one before as a snapshot of
+        // it, which a read, not knowing what came between, cannot match.
+        let steps: Vec<Step> = steps
+            .into_iter()
+            .enumerate()
+            .map(|(n, step)| match step {
+                Step::Said(said) => Step::Said(format!("{}{said}", char::from(b'A' + n as u8))),
+                part => part,
+            })
+            .collect();
         let mut answers = Vec::new();
         for n in 1..=steps.len() {
             if reads[n - 1] {

@@ -57,6 +57,14 @@ impl Artifacts {
         self.states.get(id)
     }
 
+    /// Each artifact's parts shown so far.
+    pub(super) fn shown(&self) -> Vec<(String, usize)> {
+        self.states
+            .iter()
+            .map(|(id, state)| (id.clone(), state.parts_seen))
+            .collect()
+    }
+
     /// The artifact's state, created on first sight; `None` once
     /// `MAX_TRACKED` artifacts are tracked.
     pub(super) fn state(&mut self, id: &str) -> Option<&mut ArtifactState> {

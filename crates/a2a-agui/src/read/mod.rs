@@ -39,7 +39,7 @@ pub(crate) use hints::{commands, is_empty_value};
 pub use json::MAX_ID_BYTES;
 pub(crate) use json::Object;
 pub use part::{FileRef, PartBody, part_body};
-pub use polled::{Polled, TaskPoll};
+pub use polled::{PollMemo, Polled, TaskPoll};
 pub(crate) use said::one_line;
 pub(crate) use shape::event_tools;
 

@@ -9,27 +9,37 @@
 //!   items of its own;
 //! - each agent message of the history that is new (status messages an
 //!   agent moved there when the next status came), then a working task's
-//!   new status message, each as a `working` status;
-//! - the task itself without its history, when it changed since the last
-//!   read. The converter shows of it only what it has not shown: artifact
-//!   parts past those it saw, messages by their ids. That is also what
-//!   makes a run re-attached after a takeover show nothing twice.
+//!   new status message, each as a `working` status update: agents say
+//!   what they do before doing it;
+//! - each artifact's parts past those handed on (and its metadata when it
+//!   changed), as an appending artifact update;
+//! - the status, when its state, its closing message or the task's
+//!   metadata changed: a state that ends the turn ends the run, as its
+//!   status update would.
 //!
 //! A continuation of a task (its earlier turns are in the task) starts
 //! from a read of the task before the send (`baseline`): its messages and
 //! the artifact parts it holds are the earlier turns', never shown again.
+//! A replica taking a run over starts from the run's `PollMemo` and the
+//! parts its rebuilt converter showed (`reattached`).
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::json::MAX_ID_BYTES;
 use crate::state::TaskState;
 
 /// The most message ids and artifacts a polled run remembers, as the
 /// converter's own bound on what it tracks.
 const MAX_TRACKED: usize = 4096;
+
+/// The most artifacts of earlier turns a run remembers (and journals in
+/// its memo).
+const MAX_BASELINE: usize = 64;
 
 /// What one read of a polled task comes to.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +58,24 @@ pub enum Polled {
     Other,
 }
 
+/// What a replica taking a polled run over needs to read the task as the
+/// run did: the message it sent and the earlier turns' artifact parts
+/// (journaled with the run; the converter's own state is rebuilt from its
+/// input).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PollMemo {
+    sent: Option<String>,
+    baseline: Vec<(String, usize)>,
+}
+
+/// An artifact as handed on: its parts (past the earlier turns') and its
+/// metadata, hashed.
+#[derive(Debug, Default, Clone, Copy)]
+struct Handed {
+    parts: usize,
+    metadata: Option<u64>,
+}
+
 /// One polled run's memory of what it handed on.
 #[derive(Debug, Default)]
 pub struct TaskPoll {
@@ -62,9 +90,13 @@ pub struct TaskPoll {
     seen: HashSet<String>,
     /// Per artifact of the earlier turns: its parts then.
     baseline: HashMap<String, usize>,
-    /// The last snapshot handed on, hashed: an unchanged task adds
-    /// nothing.
-    last: Option<u64>,
+    /// Per artifact: what was handed on (at most `MAX_TRACKED`).
+    handed: HashMap<String, Handed>,
+    /// The state last handed on.
+    state: Option<TaskState>,
+    /// The task's metadata last handed on, hashed: handed on again only
+    /// when it changes (each time, it is a status notice to the client).
+    metadata: Option<u64>,
 }
 
 impl TaskPoll {
@@ -77,11 +109,41 @@ impl TaskPoll {
     }
 
     /// A run whose converter knows the task already (taken over from
-    /// another replica): no opening item.
-    pub fn reattached() -> TaskPoll {
+    /// another replica, with the run's `memo`), having shown `shown`
+    /// parts of each artifact (`Converter::artifacts_shown`): no opening
+    /// item, nothing shown again.
+    pub fn reattached(memo: PollMemo, shown: Vec<(String, usize)>) -> TaskPoll {
+        let handed = shown
+            .into_iter()
+            .take(MAX_TRACKED)
+            .map(|(id, parts)| {
+                let handed = Handed {
+                    parts,
+                    metadata: None,
+                };
+                (id, handed)
+            })
+            .collect();
         TaskPoll {
             opened: true,
+            sent: memo.sent,
+            baseline: memo.baseline.into_iter().collect(),
+            handed,
             ..TaskPoll::default()
+        }
+    }
+
+    /// What a replica taking the run over needs (`reattached`).
+    pub fn memo(&self) -> PollMemo {
+        let mut baseline: Vec<(String, usize)> = self
+            .baseline
+            .iter()
+            .map(|(id, parts)| (id.clone(), *parts))
+            .collect();
+        baseline.sort();
+        PollMemo {
+            sent: self.sent.clone(),
+            baseline,
         }
     }
 
@@ -96,10 +158,10 @@ impl TaskPoll {
             }
         }
         for artifact in artifacts(task) {
-            if let Some(id) = artifact.get("artifactId").and_then(Value::as_str)
-                && self.baseline.len() < MAX_TRACKED
+            if let Some(id) = artifact_id(artifact)
+                && self.baseline.len() < MAX_BASELINE
             {
-                let parts = parts_of(artifact).map_or(0, Vec::len);
+                let parts = parts_of(artifact).map_or(0, |(_, parts)| parts.len());
                 *self.baseline.entry(id.to_owned()).or_default() += parts;
             }
         }
@@ -113,28 +175,27 @@ impl TaskPoll {
         let Some(task_id) = task.get("id").and_then(Value::as_str) else {
             return Polled::Other;
         };
-        let context = task.get("contextId").cloned().unwrap_or(Value::Null);
-        let state = task
-            .get("status")
+        let mut ids = json!({ "taskId": task_id });
+        if let Some(context) = task.get("contextId") {
+            ids["contextId"] = context.clone();
+        }
+        let status = task.get("status").and_then(Value::as_object);
+        let state = status
             .and_then(|status| status.get("state"))
             .and_then(Value::as_str)
             .map_or(TaskState::Unknown, TaskState::parse);
         let mut items = Vec::new();
         if !self.opened {
             self.opened = true;
-            let mut opening =
-                json!({ "id": task_id, "status": { "state": spelled(TaskState::Submitted, v03) } });
-            if !context.is_null() {
+            let mut opening = json!({ "id": task_id,
+                "status": { "state": spelled(TaskState::Submitted, v03) } });
+            if let Some(context) = task.get("contextId") {
                 opening["contextId"] = context.clone();
             }
             items.push(envelope(opening, "task", v03));
         }
         let said = status_message(task).and_then(message_id).map(str::to_owned);
         let mut news = self.news(task, said.as_deref());
-        // A working task's status message came before the artifact parts
-        // this read shows too, as agents say what they do before doing
-        // it; a status that ends the turn closes it, after them (in the
-        // snapshot).
         if !state.ends_turn()
             && let Some(id) = said.as_deref()
             && !self.seen.contains(id)
@@ -144,25 +205,32 @@ impl TaskPoll {
             self.remember(id);
         }
         for message in news {
-            let mut update = json!({ "taskId": task_id,
-                "status": { "state": spelled(TaskState::Working, v03), "message": message } });
-            if !context.is_null() {
-                update["contextId"] = context.clone();
-            }
+            let mut update = ids.clone();
+            update["status"] =
+                json!({ "state": spelled(TaskState::Working, v03), "message": message });
             if v03 {
                 update["final"] = json!(false);
             }
             items.push(envelope(update, "status-update", v03));
         }
-        // Hashed as the agent wrote it: what `snapshot` takes out depends
-        // on what was seen, which this read changes.
-        let digest = digest(task);
-        if self.last != Some(digest) {
-            self.last = Some(digest);
-            items.push(envelope(self.snapshot(task, said.as_deref()), "task", v03));
+        for artifact in artifacts(task) {
+            if let Some(update) = self.artifact_news(artifact) {
+                let mut item = ids.clone();
+                if let (Value::Object(item), Value::Object(update)) = (&mut item, update) {
+                    item.extend(update);
+                }
+                items.push(envelope(item, "artifact-update", v03));
+            }
         }
-        if let Some(said) = said {
-            self.remember(&said);
+        if let Some(update) = self.status_news(task, state, said.as_deref()) {
+            let mut item = ids;
+            if let (Value::Object(item), Value::Object(update)) = (&mut item, update) {
+                item.extend(update);
+            }
+            if v03 {
+                item["final"] = json!(state.ends_turn());
+            }
+            items.push(envelope(item, "status-update", v03));
         }
         Polled::Task {
             items,
@@ -172,7 +240,7 @@ impl TaskPoll {
     }
 
     /// The history's agent messages not handed on yet, after the sent
-    /// message when it is there; the status message is the snapshot's.
+    /// message when it is there; the status message is not one of them.
     fn news(&mut self, task: &Map<String, Value>, said: Option<&str>) -> Vec<Value> {
         let all: Vec<&Value> = history(task).collect();
         let from = self
@@ -195,39 +263,72 @@ impl TaskPoll {
         news
     }
 
-    /// The task without its history, the earlier turns' artifact parts
-    /// and status message taken out.
-    fn snapshot(&self, task: &Map<String, Value>, said: Option<&str>) -> Value {
-        let mut snapshot = task.clone();
-        snapshot.remove("history");
-        if said.is_some_and(|id| self.seen.contains(id))
-            && let Some(status) = snapshot.get_mut("status").and_then(Value::as_object_mut)
-        {
-            status.remove("message");
+    /// An artifact's parts past those handed on (and past the earlier
+    /// turns'), with its metadata when it changed: an update that appends
+    /// once anything of it was handed on.
+    fn artifact_news(&mut self, artifact: &Value) -> Option<Value> {
+        let id = artifact_id(artifact)?;
+        let (key, parts) = parts_of(artifact).unwrap_or(("parts", &EMPTY));
+        let before = self.baseline.get(id).copied().unwrap_or(0);
+        let parts = parts.get(before..).unwrap_or_default();
+        let metadata = artifact.get("metadata").map(hash);
+        if !self.handed.contains_key(id) && self.handed.len() >= MAX_TRACKED {
+            return None;
         }
-        if !self.baseline.is_empty()
-            && let Some(Value::Array(artifacts)) = snapshot.get_mut("artifacts")
-        {
-            artifacts.retain_mut(|artifact| {
-                let id = artifact.get("artifactId").and_then(Value::as_str);
-                let Some(before) = id.and_then(|id| self.baseline.get(id)).copied() else {
-                    return true;
-                };
-                let key = if artifact.get("parts").is_some() {
-                    "parts"
-                } else {
-                    "content"
-                };
-                match artifact.get_mut(key).and_then(Value::as_array_mut) {
-                    Some(parts) if parts.len() > before => {
-                        parts.drain(..before);
-                        true
-                    }
-                    _ => false,
-                }
-            });
+        let handed = self.handed.entry(id.to_owned()).or_default();
+        let new = parts.get(handed.parts..).unwrap_or_default();
+        if new.is_empty() && metadata == handed.metadata {
+            return None;
         }
-        Value::Object(snapshot)
+        let mut update = Map::new();
+        for field in ["artifactId", "name", "description", "extensions"] {
+            if let Some(value) = artifact.get(field) {
+                update.insert(field.to_owned(), value.clone());
+            }
+        }
+        if metadata != handed.metadata
+            && let Some(value) = artifact.get("metadata")
+        {
+            update.insert("metadata".to_owned(), value.clone());
+        }
+        update.insert(key.to_owned(), Value::Array(new.to_vec()));
+        let append = handed.parts > 0;
+        handed.parts += new.len();
+        handed.metadata = metadata;
+        Some(json!({ "artifact": update, "append": append }))
+    }
+
+    /// The status, when its state changed, it closes the turn with a
+    /// message not handed on, or the task's metadata changed.
+    fn status_news(
+        &mut self,
+        task: &Map<String, Value>,
+        state: TaskState,
+        said: Option<&str>,
+    ) -> Option<Value> {
+        let status = task.get("status")?.as_object()?;
+        let closing = said.filter(|id| state.ends_turn() && !self.seen.contains(*id));
+        let metadata = task.get("metadata").map(hash);
+        let changed = self.state != Some(state) || closing.is_some() || metadata != self.metadata;
+        self.state = Some(state);
+        if !changed {
+            return None;
+        }
+        let mut shown = status.clone();
+        if closing.is_none() {
+            shown.remove("message");
+        }
+        if let Some(id) = closing {
+            self.remember(id);
+        }
+        let mut update = json!({ "status": shown });
+        if metadata != self.metadata
+            && let Some(value) = task.get("metadata")
+        {
+            update["metadata"] = value.clone();
+        }
+        self.metadata = metadata;
+        Some(update)
     }
 
     fn remember(&mut self, id: &str) {
@@ -236,6 +337,8 @@ impl TaskPoll {
         }
     }
 }
+
+static EMPTY: Vec<Value> = Vec::new();
 
 /// The task an answer holds, and whether it is in 0.3's dialect: the
 /// JSON-RPC `result`, 1.0's `{"task": …}`, or the task itself.
@@ -267,18 +370,32 @@ fn status_message(task: &Map<String, Value>) -> Option<&Value> {
     task.get("status")?.get("message").filter(|m| m.is_object())
 }
 
-fn parts_of(artifact: &Value) -> Option<&Vec<Value>> {
-    artifact
-        .get("parts")
-        .or_else(|| artifact.get("content"))
-        .and_then(Value::as_array)
+/// An artifact's parts and the key they are under (0.3's ProtoJSON says
+/// `content`).
+fn parts_of(artifact: &Value) -> Option<(&'static str, &Vec<Value>)> {
+    ["parts", "content"]
+        .into_iter()
+        .find_map(|key| Some((key, artifact.get(key)?.as_array()?)))
+}
+
+/// An id the gateway keeps (one past `MAX_ID_BYTES` is no id: never
+/// remembered, so never grown on).
+fn kept_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= MAX_ID_BYTES
 }
 
 fn message_id(message: &Value) -> Option<&str> {
     message
         .get("messageId")
         .and_then(Value::as_str)
-        .filter(|id| !id.is_empty())
+        .filter(|id| kept_id(id))
+}
+
+fn artifact_id(artifact: &Value) -> Option<&str> {
+    artifact
+        .get("artifactId")
+        .and_then(Value::as_str)
+        .filter(|id| kept_id(id))
 }
 
 /// `agent`, `ROLE_AGENT`: anything but the user's.
@@ -306,20 +423,16 @@ fn envelope(mut item: Value, kind: &str, v03: bool) -> Value {
     }
     let key = match kind {
         "task" => "task",
+        "artifact-update" => "artifactUpdate",
         _ => "statusUpdate",
     };
     json!({ key: item })
 }
 
-/// The task without its history (where nothing but moved messages
-/// change), hashed.
-fn digest(task: &Map<String, Value>) -> u64 {
+fn hash(value: &Value) -> u64 {
     let mut hasher = DefaultHasher::new();
-    for (key, value) in task.iter().filter(|(key, _)| *key != "history") {
-        key.hash(&mut hasher);
-        serde_json::to_vec(value)
-            .unwrap_or_default()
-            .hash(&mut hasher);
-    }
+    serde_json::to_vec(value)
+        .unwrap_or_default()
+        .hash(&mut hasher);
     hasher.finish()
 }

@@ -15,9 +15,10 @@ use crate::status::classify;
 pub struct JsonRpcAnswer {
     pub headers: HeaderMap,
     pub body: JsonRpcBody,
-    /// The agent refused the call's credentials (`UNAUTHENTICATED`): what
-    /// HTTP's 401 is, for a caller that renews a token.
-    pub unauthenticated: bool,
+    /// The status the agent refused the call with, when it did: what
+    /// HTTP's status is to a caller that renews a token on
+    /// `UNAUTHENTICATED`, or tries again later on `UNAVAILABLE`.
+    pub refused_with: Option<tonic::Code>,
 }
 
 /// What the answer's body is.
@@ -78,7 +79,7 @@ pub(super) fn refused(id: Value, code: i64, message: &str) -> JsonRpcAnswer {
     JsonRpcAnswer {
         headers: content_type("application/json"),
         body: JsonRpcBody::Json(Bytes::from(body.to_string())),
-        unauthenticated: false,
+        refused_with: None,
     }
 }
 
@@ -128,10 +129,10 @@ pub(super) fn json_answer((reply, answer): (Reply, Result<Value, tonic::Status>)
         return JsonRpcAnswer {
             headers: HeaderMap::new(),
             body: JsonRpcBody::Unreachable(status.clone()),
-            unauthenticated: false,
+            refused_with: None,
         };
     }
-    let unauthenticated = unauthenticated(&answer);
+    let refused_with = refused_with(&answer);
     let body = match answer {
         Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
         Err(status) => json!({ "jsonrpc": "2.0", "id": id, "error": error_object(&status) }),
@@ -139,12 +140,12 @@ pub(super) fn json_answer((reply, answer): (Reply, Result<Value, tonic::Status>)
     JsonRpcAnswer {
         headers: content_type("application/json"),
         body: JsonRpcBody::Json(Bytes::from(body.to_string())),
-        unauthenticated,
+        refused_with,
     }
 }
 
-pub(super) fn unauthenticated<T>(answer: &Result<T, tonic::Status>) -> bool {
-    matches!(answer, Err(status) if status.code() == tonic::Code::Unauthenticated)
+pub(super) fn refused_with<T>(answer: &Result<T, tonic::Status>) -> Option<tonic::Code> {
+    answer.as_ref().err().map(tonic::Status::code)
 }
 
 impl JsonRpcAnswer {

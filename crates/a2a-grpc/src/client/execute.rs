@@ -10,7 +10,7 @@ use http::uri::PathAndQuery;
 use serde_json::{Value, json};
 use tonic_prost::ProstCodec;
 
-use super::answer::{Reply, content_type, error_frame, json_answer, refused, unauthenticated};
+use super::answer::{Reply, content_type, error_frame, json_answer, refused, refused_with};
 use super::{BrokenStream, GrpcAgent, JsonRpcAnswer, JsonRpcBody, Service, is_cut, not_connected};
 use crate::dialect::Dialect;
 use crate::requests::{self, CallError, ServiceCall};
@@ -267,7 +267,7 @@ impl GrpcAgent {
             grpc.server_streaming(request, path, codec).await
         };
         let opened = opened.await;
-        let unauthenticated = unauthenticated(&opened);
+        let refused_with = refused_with(&opened);
         let body: futures::stream::BoxStream<'static, Result<Bytes, BrokenStream>> = match opened {
             Ok(response) => {
                 let items = response.into_inner();
@@ -301,7 +301,7 @@ impl GrpcAgent {
                 return JsonRpcAnswer {
                     headers: HeaderMap::new(),
                     body: JsonRpcBody::Unreachable(status),
-                    unauthenticated: false,
+                    refused_with: None,
                 };
             }
             Err(status) => {
@@ -311,7 +311,7 @@ impl GrpcAgent {
         JsonRpcAnswer {
             headers: content_type("text/event-stream"),
             body: JsonRpcBody::Stream(body),
-            unauthenticated,
+            refused_with,
         }
     }
 }

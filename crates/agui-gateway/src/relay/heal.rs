@@ -21,7 +21,6 @@ use futures::StreamExt;
 use super::{
     RelayState, Source, batch, encoded, is_event_stream, keep_scratch, now_ms, take_scratch,
 };
-use crate::config::Mode;
 use crate::obs::telemetry::CallSpan;
 use crate::upstream::Call;
 use crate::upstream::call::Called;
@@ -66,12 +65,14 @@ impl RelayState {
             return Healed::GaveUp(Bytes::new());
         };
         let route = self.run.agent.route().await;
-        if route.mode == Mode::Poll {
-            // A polled task is read again where the run left it: the
-            // converter shows of each read only what it has not shown.
+        if let Some(memo) = self.polled.clone() {
+            // A polled run reads its task on where the run left it, as the
+            // run did (its memo), after what the converter showed.
             let limit = self.run.max_event_bytes;
+            let shown = self.stream.converter().artifacts_shown();
             let (agent, forwarded) = (&self.run.agent, &self.run.forwarded);
-            self.source = Source::Items(agent.poll_task(route, &task, forwarded, limit));
+            let items = agent.poll_task((route, &task), (memo, shown), forwarded, limit);
+            self.source = Source::Items(items);
             self.last_upstream = Instant::now();
             tracing::info!(
                 agent = agent.name(),

@@ -23,7 +23,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use a2a_agui::{ErrorCode, Event, Options, OutputFormat, SequentialIds, StreamConverter};
+use a2a_agui::{ErrorCode, Event, Options, OutputFormat, PollMemo, SequentialIds, StreamConverter};
 use agui_journal::redis::RunSpec;
 use agui_journal::{InputOp, RunIdentity, RunLog};
 use axum::body::Body;
@@ -96,6 +96,10 @@ pub async fn open(
                 format: conversion.format.as_str().to_owned(),
                 id_tag: tag.clone(),
                 headers: forwarded.for_journal(&agent),
+                poll: match &upstream {
+                    Ok(RunAnswer::Polled { memo, .. }) => serde_json::to_value(memo).ok(),
+                    _ => None,
+                },
             };
             let limit = 2 * state.config.journal.limits.max_run_bytes;
             RedisRun::open(journal.clone(), &key, &identity, &spec, limit).await
@@ -244,6 +248,10 @@ struct RelayState {
     /// Where the stream's side effects happen (metrics, access log, span,
     /// callbacks).
     observer: RunObserver,
+    /// A polled run's memo (`a2a_agui::PollMemo`): a re-attach reads the
+    /// task on rather than resubscribing. From the run's own send, or
+    /// from the journal for a run taken over.
+    polled: Option<PollMemo>,
 }
 
 /// The one place an encoding failure is reported: the converter writes
@@ -304,6 +312,7 @@ impl RelayState {
             task_noted: false,
             deferred: None,
             batch_turns: 0,
+            polled: None,
         }
     }
 
@@ -435,10 +444,11 @@ fn relay(
 ) -> Response {
     let metrics = state.run.metrics.clone();
     let first = match upstream {
-        Ok(RunAnswer::Polled(items)) => {
+        Ok(RunAnswer::Polled { items, memo }) => {
             metrics.observe_upstream_latency(state.run.agent.name(), started.elapsed());
             state.observer.call_span.answered(StatusCode::OK);
             state.source = Source::Items(items);
+            state.polled = Some(memo);
             None
         }
         Ok(RunAnswer::Body(response)) => {

@@ -178,5 +178,8 @@ async fn rebuild(
     let shared = RedisRun::held(journal.clone(), &key, None, last + 1, limit);
     let mut relay = RelayState::new(run, stream, Source::Lost, Some(shared));
     relay.published = last;
+    // A polled run is read on as it was (its mode journaled, whatever this
+    // replica's card of the agent says now).
+    relay.polled = spec.poll.and_then(|memo| serde_json::from_value(memo).ok());
     Some(relay)
 }

@@ -317,14 +317,17 @@ pub(super) fn started_by(task: &Value, owner: &str) -> bool {
         .any(|id| ThreadRef::is_sent(id, owner))
 }
 
-/// A JSON-RPC answer's result (an error answer has none), parsed within
+/// A JSON-RPC answer's result, or an HTTP+JSON answer (an error answer
+/// has none), parsed within
 /// `elements` (`upstream::answer`), which it spends.
 pub(super) fn result(answer: &[u8], elements: &mut usize) -> Option<Value> {
     let mut value = answer::parse_within(answer, elements)?;
-    match value.get_mut("result") {
-        Some(result) if result.is_object() => Some(result.take()),
-        _ => None,
+    if let Some(result) = value.get_mut("result") {
+        return result.is_object().then(|| result.take());
     }
+    // HTTP+JSON answers with the object itself (a task, a page of tasks);
+    // an error is no result.
+    (value.is_object() && value.get("error").is_none()).then_some(value)
 }
 
 /// AG-UI messages merged by id, in the order first seen, bounded.

@@ -114,9 +114,21 @@ impl Agent {
         }
         let (mut headers, span) = forwarded.for_call(self);
         converted(&mut headers);
-        if names_a_1_0_method(&body) && !headers.contains_key("a2a-version") {
+        let called = json_rpc_method(&body);
+        if called.as_deref().is_some_and(names_a_1_0_method) && !headers.contains_key("a2a-version")
+        {
             headers.insert("a2a-version", HeaderValue::from_static("1.0"));
         }
+        // Only a JSON-RPC call can be made as the gRPC call it stands for;
+        // anything else (an HTTP+JSON path) goes to the configured upstream.
+        let configured;
+        let route = match (&route.grpc, &called) {
+            (Some(_), None) => {
+                configured = self.configured_route();
+                &configured
+            }
+            _ => route,
+        };
         let answer = self
             .renewing(forwarded.renewal().as_ref(), headers, |headers| {
                 self.send_as_came(route, (&method, &url, &body), headers, true)
@@ -212,15 +224,14 @@ pub async fn read_whole(response: StreamResponse, limit: usize) -> Option<Answer
     Some(document.done())
 }
 
+/// The method a JSON-RPC call names, when the body is one.
+fn json_rpc_method(body: &[u8]) -> Option<String> {
+    let call = serde_json::from_slice::<Value>(body).ok()?;
+    Some(call.get("method")?.as_str()?.to_owned())
+}
+
 /// 1.0 JSON-RPC method names are PascalCase (`SendStreamingMessage`), 0.3
 /// ones are not (`message/stream`).
-fn names_a_1_0_method(body: &[u8]) -> bool {
-    serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|v| {
-            v.get("method")
-                .and_then(Value::as_str)
-                .map(|m| m.starts_with(|c: char| c.is_ascii_uppercase()))
-        })
-        .unwrap_or(false)
+fn names_a_1_0_method(method: &str) -> bool {
+    method.starts_with(|c: char| c.is_ascii_uppercase())
 }

@@ -296,8 +296,14 @@ impl Agent {
                 grpc,
             },
             Err(err) => {
+                // Not a likely case (an address `route` let through that
+                // tonic refuses): the configured upstream, in the card's
+                // mode still.
                 tracing::warn!(agent = self.name(), "the card's gRPC interface: {err}");
-                self.configured_route()
+                Route {
+                    mode: route::mode(Some(&card), &self.config),
+                    ..self.configured_route()
+                }
             }
         };
         CardInfo {
@@ -315,7 +321,9 @@ impl Agent {
         if interface.binding != Binding::Grpc {
             return Ok(None);
         }
-        if let Some(grpc) = &self.grpc {
+        if let Some(grpc) = &self.grpc
+            && interface.url == route::choose(None, &self.config, |_| true).url
+        {
             return Ok(Some(grpc.clone()));
         }
         if let Some(card) = self.card()

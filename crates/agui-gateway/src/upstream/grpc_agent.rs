@@ -8,7 +8,7 @@ use std::sync::Arc;
 use a2a_grpc::{GrpcAgent, Service};
 
 use super::tls;
-use crate::config::{A2aVersion, AgentConfig, Limits};
+use crate::config::{A2aVersion, AgentConfig, Binding, Limits};
 
 impl a2a_grpc::ClientTls for tls::Reloadable {
     fn client_config(&self) -> Option<Arc<rustls::ClientConfig>> {
@@ -16,14 +16,16 @@ impl a2a_grpc::ClientTls for tls::Reloadable {
     }
 }
 
-/// The gRPC client of an agent whose upstream is `grpc://` or `grpcs://`;
+/// The gRPC client of an agent whose upstream is `grpc://` or `grpcs://`,
+/// or whose `binding` is pinned to gRPC (at the upstream's host and port);
 /// `None` for any other.
 pub fn client(
     config: &AgentConfig,
     limits: &Limits,
     clients: &Arc<tls::Reloadable>,
 ) -> Result<Option<GrpcAgent>, tls::ClientError> {
-    if !matches!(config.upstream.scheme(), "grpc" | "grpcs") {
+    let pinned = config.reach.binding == Some(Binding::Grpc);
+    if !pinned && !matches!(config.upstream.scheme(), "grpc" | "grpcs") {
         return Ok(None);
     }
     let service = match config.a2a_version {

@@ -85,6 +85,10 @@ pub struct StreamResponse {
     /// The agent refused the call's credentials (HTTP 401, gRPC
     /// `UNAUTHENTICATED`): what renews a token.
     pub unauthenticated: bool,
+    /// The agent asks to be called again later (HTTP 5xx, 408, 429; gRPC
+    /// `UNAVAILABLE`, `RESOURCE_EXHAUSTED`, `DEADLINE_EXCEEDED`,
+    /// `ABORTED`): what a polled read tries again.
+    pub busy: bool,
     pub headers: HeaderMap,
     pub body: UpstreamBody,
     /// reqwest's bodies come one chunk at a time from a task of their

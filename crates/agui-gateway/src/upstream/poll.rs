@@ -17,7 +17,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_agui::{Polled, TaskPoll};
+use a2a_agui::{PollMemo, Polled, TaskPoll};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use bytes::Bytes;
 use futures::Stream;
@@ -45,8 +45,9 @@ pub enum RunAnswer {
     /// An answer read as it comes: a stream of events, or one document
     /// (an error, a message, a task already over).
     Body(StreamResponse),
-    /// A polled task's news, item by item.
-    Polled(Items),
+    /// A polled task's news, item by item, and what a replica taking the
+    /// run over needs to read on (journaled with the run).
+    Polled { items: Items, memo: PollMemo },
 }
 
 /// A run's call: its answer, and its client span.
@@ -105,7 +106,10 @@ impl Agent {
             limit,
         };
         let answer = match polling.first(sent) {
-            Ok(polling) => RunAnswer::Polled(polling.items()),
+            Ok(polling) => RunAnswer::Polled {
+                memo: polling.poll.memo(),
+                items: polling.items(),
+            },
             Err(document) => RunAnswer::Body(document),
         };
         RunCalled {
@@ -114,12 +118,13 @@ impl Agent {
         }
     }
 
-    /// The news of `task` from now on, for a run whose converter knows
-    /// the task already (re-attached after a takeover).
+    /// The news of `task` from now on, for a run taken over from another
+    /// replica: its `memo` (journaled), and the parts of each artifact its
+    /// rebuilt converter showed.
     pub fn poll_task(
         self: &Arc<Self>,
-        route: Route,
-        task: &str,
+        (route, task): (Route, &str),
+        (memo, shown): (PollMemo, Vec<(String, usize)>),
         forwarded: &Forwarded,
         limit: usize,
     ) -> Items {
@@ -127,10 +132,10 @@ impl Agent {
             agent: self.clone(),
             route,
             forwarded: forwarded.clone(),
-            poll: TaskPoll::reattached(),
+            poll: TaskPoll::reattached(memo, shown),
             task: Some(task.to_owned()),
             pending: VecDeque::new(),
-            gap: Duration::ZERO,
+            gap: FIRST_GAP,
             done: false,
             limit,
         }
@@ -221,13 +226,12 @@ impl Polling {
             }
         };
         span.answered(response.status);
-        let status = response.status;
+        let (status, busy) = (response.status, response.busy);
         let Some(read) = read_whole(response, self.limit).await else {
             span.fail("unreadable");
             return self.took(Vec::new(), false);
         };
-        let busy = [StatusCode::TOO_MANY_REQUESTS, StatusCode::REQUEST_TIMEOUT];
-        if status.is_server_error() || busy.contains(&status) {
+        if busy {
             // A moment's trouble at the agent: the next read may do.
             return self.took(Vec::new(), false);
         }
@@ -255,6 +259,7 @@ fn document(bytes: Vec<u8>) -> StreamResponse {
     StreamResponse {
         status: StatusCode::OK,
         unauthenticated: false,
+        busy: false,
         headers,
         body: Box::pin(futures::stream::once(async move { Ok(Bytes::from(bytes)) })),
         handed_one_by_one: false,

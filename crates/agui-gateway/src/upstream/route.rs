@@ -149,28 +149,35 @@ pub fn choose(
     may_call: impl Fn(&Url) -> bool,
 ) -> Interface {
     let pinned_grpc_url = matches!(config.upstream.scheme(), "grpc" | "grpcs");
-    if !pinned_grpc_url && let Some(card) = card {
-        let chosen = interfaces(card, &config.upstream)
-            .into_iter()
-            .find(|iface| {
-                config.reach.binding.is_none_or(|pin| pin == iface.binding)
-                    && (config.a2a_version == A2aVersion::Auto
-                        || config.a2a_version == iface.version)
-                    && may_call(&iface.url)
-            });
-        if let Some(chosen) = chosen {
-            return chosen;
-        }
-    }
     let binding = match pinned_grpc_url {
         // `grpc://` pins the binding as `binding = "grpc"` does.
         true => Binding::Grpc,
         false => config.reach.binding.unwrap_or(Binding::JsonRpc),
     };
-    let version = match (config.a2a_version, binding) {
-        (A2aVersion::Auto, Binding::JsonRpc) => A2aVersion::V03,
-        (A2aVersion::Auto, _) => A2aVersion::V10,
-        (pinned, _) => pinned,
+    // What the card says of the binding the fallback speaks: its newest
+    // version, though no interface of it may be called where it says.
+    let mut card_version = None;
+    if !pinned_grpc_url && let Some(card) = card {
+        let listed = interfaces(card, &config.upstream);
+        let chosen = listed.iter().find(|iface| {
+            config.reach.binding.is_none_or(|pin| pin == iface.binding)
+                && (config.a2a_version == A2aVersion::Auto || config.a2a_version == iface.version)
+                && may_call(&iface.url)
+        });
+        if let Some(chosen) = chosen {
+            return chosen.clone();
+        }
+        card_version = listed
+            .iter()
+            .filter(|iface| iface.binding == binding)
+            .map(|iface| iface.version)
+            .max_by_key(|version| *version == A2aVersion::V10);
+    }
+    let version = match (config.a2a_version, card_version, binding) {
+        (A2aVersion::Auto, Some(version), _) => version,
+        (A2aVersion::Auto, None, Binding::JsonRpc) => A2aVersion::V03,
+        (A2aVersion::Auto, None, _) => A2aVersion::V10,
+        (pinned, _, _) => pinned,
     };
     let url = match binding {
         Binding::Grpc => address(Binding::Grpc, config.upstream.as_str(), false),
@@ -258,6 +265,25 @@ mod tests {
         assert_eq!(
             (found[0].binding, found[0].version, found[0].url.scheme()),
             (Binding::Grpc, A2aVersion::V03, "https")
+        );
+    }
+
+    #[test]
+    fn a_card_naming_only_addresses_elsewhere_still_says_its_version() {
+        // An agent behind a proxy whose card names its own internal URL:
+        // the configured upstream, in the card's 1.0.
+        let card = json!({ "supportedInterfaces": [
+            { "url": "http://localhost:9999/", "protocolBinding": "JSONRPC", "protocolVersion": "0.3" },
+            { "url": "http://localhost:9999/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0" }] });
+        let config = config("https://agent.example/a2a");
+        let chosen = choose(Some(&card), &config, |_| false);
+        assert_eq!(
+            (chosen.binding, chosen.version, chosen.url.as_str()),
+            (
+                Binding::JsonRpc,
+                A2aVersion::V10,
+                "https://agent.example/a2a"
+            )
         );
     }
 

@@ -230,17 +230,25 @@ pub fn task_request(
 /// artifacts included, or of every task the caller may see, without
 /// (the newest first, as the agent sorts them).
 pub fn list_tasks_request(context_id: Option<&str>, page_token: &str, rpc_id: &str) -> Value {
+    let params = list_params(context_id, page_token);
+    json!({ "jsonrpc": "2.0", "id": rpc_id, "method": "ListTasks", "params": params })
+}
+
+/// `ListTasks`'s params (every binding's, HTTP+JSON's as its query).
+pub fn list_params(context_id: Option<&str>, page_token: &str) -> Map<String, Value> {
     // The history is what shows whose a task is (the gateway's message
     // ids): asked for explicitly, as an agent's default may be none.
-    let mut params = json!({ "pageSize": 100, "historyLength": 1000,
-                             "includeArtifacts": context_id.is_some() });
+    let mut params = Map::new();
+    params.insert("pageSize".into(), json!(100));
+    params.insert("historyLength".into(), json!(1000));
+    params.insert("includeArtifacts".into(), json!(context_id.is_some()));
     if let Some(context) = context_id {
-        params["contextId"] = json!(context);
+        params.insert("contextId".into(), json!(context));
     }
     if !page_token.is_empty() {
-        params["pageToken"] = json!(page_token);
+        params.insert("pageToken".into(), json!(page_token));
     }
-    json!({ "jsonrpc": "2.0", "id": rpc_id, "method": "ListTasks", "params": params })
+    params
 }
 
 #[cfg(test)]

@@ -88,6 +88,11 @@ pub struct RunSpec {
     pub format: String,
     pub id_tag: String,
     pub headers: Vec<(String, String)>,
+    /// For a run of an agent that does not stream, what a replica taking
+    /// it over needs to read its task on (the converter's `PollMemo`);
+    /// `None` for a streamed run, which a takeover resubscribes to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll: Option<serde_json::Value>,
 }
 
 /// A run as another replica finds it.

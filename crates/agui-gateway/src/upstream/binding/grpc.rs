@@ -6,13 +6,13 @@ use a2a_grpc::dialect::Dialect;
 use a2a_grpc::{GrpcAgent, JsonRpcAnswer, JsonRpcBody, ServiceCall};
 use axum::http::{HeaderMap, StatusCode};
 use futures::TryStreamExt;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
+use tonic::Code;
 
 use crate::config::Mode;
-use crate::random::random_u64;
 use crate::upstream::route::Route;
 use crate::upstream::rpc::Call;
-use crate::upstream::rpc::{TaskCall, send_params};
+use crate::upstream::rpc::{TaskCall, list_params, send_params};
 use crate::upstream::{BodyError, StreamResponse, UpstreamError};
 
 pub fn service_call(route: &Route, call: &Call<'_>) -> ServiceCall {
@@ -34,19 +34,9 @@ pub fn service_call(route: &Route, call: &Call<'_>) -> ServiceCall {
         Call::List {
             context,
             page_token,
-        } => {
-            let mut params = Map::new();
-            params.insert("pageSize".into(), json!(100));
-            params.insert("historyLength".into(), json!(1000));
-            params.insert("includeArtifacts".into(), json!(context.is_some()));
-            if let Some(context) = context {
-                params.insert("contextId".into(), json!(context));
-            }
-            if !page_token.is_empty() {
-                params.insert("pageToken".into(), json!(page_token));
-            }
-            ServiceCall::List { params }
-        }
+        } => ServiceCall::List {
+            params: list_params(*context, page_token),
+        },
     }
 }
 
@@ -56,12 +46,12 @@ pub fn service_call(route: &Route, call: &Call<'_>) -> ServiceCall {
 pub async fn send(
     grpc: &GrpcAgent,
     call: ServiceCall,
-    dialect: Dialect,
+    (id, dialect): &(String, Dialect),
     headers: &HeaderMap,
     deadline: Option<std::time::Duration>,
 ) -> Result<StreamResponse, UpstreamError> {
-    let id = Value::String(format!("agui-gateway-{:x}", random_u64()));
-    answered(grpc.call(call, (id, dialect), headers, deadline).await)
+    let id = Value::String(id.clone());
+    answered(grpc.call(call, (id, *dialect), headers, deadline).await)
 }
 
 /// A client's JSON-RPC call, made as the call of the agent's service it
@@ -81,7 +71,16 @@ fn answered(answer: JsonRpcAnswer) -> Result<StreamResponse, UpstreamError> {
     }
     Ok(StreamResponse {
         status: StatusCode::OK,
-        unauthenticated: answer.unauthenticated,
+        unauthenticated: answer.refused_with == Some(Code::Unauthenticated),
+        busy: answer.refused_with.is_some_and(|code| {
+            [
+                Code::Unavailable,
+                Code::ResourceExhausted,
+                Code::DeadlineExceeded,
+                Code::Aborted,
+            ]
+            .contains(&code)
+        }),
         headers: answer.headers.clone(),
         body: Box::pin(answer.into_stream().map_err(BodyError::Grpc)),
         handed_one_by_one: false,

@@ -95,6 +95,7 @@ pub async fn send_request(
                 .map_err(UpstreamError::Direct)?;
             return Ok(StreamResponse {
                 unauthenticated: response.status == reqwest::StatusCode::UNAUTHORIZED,
+                busy: busy(response.status),
                 status: response.status,
                 headers: response.headers,
                 body: Box::pin(response.body.map_err(BodyError::Direct)),
@@ -107,6 +108,7 @@ pub async fn send_request(
             .map_err(UpstreamError::Request)?;
         Ok(StreamResponse {
             unauthenticated: response.status() == reqwest::StatusCode::UNAUTHORIZED,
+            busy: busy(response.status()),
             status: response.status(),
             headers: response.headers().clone(),
             body: Box::pin(response.bytes_stream().map_err(BodyError::Reqwest)),
@@ -117,4 +119,11 @@ pub async fn send_request(
         Ok(result) => result,
         Err(_) => Err(UpstreamError::NoResponse(deadline)),
     }
+}
+
+/// A status that asks to be called again later.
+fn busy(status: reqwest::StatusCode) -> bool {
+    use reqwest::StatusCode;
+    status.is_server_error()
+        || [StatusCode::TOO_MANY_REQUESTS, StatusCode::REQUEST_TIMEOUT].contains(&status)
 }

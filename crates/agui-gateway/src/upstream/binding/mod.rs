@@ -32,7 +32,8 @@ pub enum Prepared {
     Grpc {
         agent: GrpcAgent,
         call: ServiceCall,
-        dialect: Dialect,
+        /// The JSON-RPC id and dialect its answer is written with.
+        reply: (String, Dialect),
     },
 }
 
@@ -43,14 +44,17 @@ impl Prepared {
             (Binding::Grpc, Some(agent)) => Prepared::Grpc {
                 agent: agent.clone(),
                 call: grpc::service_call(route, call),
-                dialect: match route.version() {
-                    A2aVersion::V03 => Dialect::V03,
-                    _ => Dialect::V10,
-                },
+                reply: (
+                    rpc_id.to_owned(),
+                    match route.version() {
+                        A2aVersion::V03 => Dialect::V03,
+                        _ => Dialect::V10,
+                    },
+                ),
             },
             (Binding::HttpJson, _) => Prepared::Http(rest::request(route, call)),
-            // A gRPC route always has its channel (`Route`); JSON-RPC is
-            // what any other would be.
+            // A gRPC route has its channel (`Agent::configured_route`, a
+            // card's route); JSON-RPC is what any other is.
             _ => Prepared::Http(jsonrpc::request(route, call, rpc_id)),
         }
     }
@@ -93,10 +97,10 @@ impl Prepared {
             Prepared::Grpc {
                 agent: grpc,
                 call,
-                dialect,
+                reply,
             } => {
                 let unary = (!self.streams()).then_some(deadline);
-                grpc::send(grpc, call.clone(), *dialect, &headers, unary).await
+                grpc::send(grpc, call.clone(), reply, &headers, unary).await
             }
         }
     }

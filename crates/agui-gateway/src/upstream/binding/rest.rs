@@ -12,7 +12,7 @@ use super::http::HttpCall;
 use crate::config::{A2aVersion, Mode};
 use crate::upstream::route::Route;
 use crate::upstream::rpc::Call;
-use crate::upstream::rpc::{TaskCall, send_params};
+use crate::upstream::rpc::{TaskCall, list_params, send_params};
 
 pub fn request(route: &Route, call: &Call<'_>) -> HttpCall {
     let base = route.url();
@@ -45,14 +45,11 @@ pub fn request(route: &Route, call: &Call<'_>) -> HttpCall {
             let mut url = below(base, &["tasks"]);
             {
                 let mut query = url.query_pairs_mut();
-                query.append_pair("pageSize", "100");
-                query.append_pair("historyLength", "1000");
-                query.append_pair("includeArtifacts", &context.is_some().to_string());
-                if let Some(context) = context {
-                    query.append_pair("contextId", context);
-                }
-                if !page_token.is_empty() {
-                    query.append_pair("pageToken", page_token);
+                for (key, value) in list_params(*context, page_token) {
+                    match value {
+                        Value::String(text) => query.append_pair(&key, &text),
+                        other => query.append_pair(&key, &other.to_string()),
+                    };
                 }
             }
             (Method::GET, url, None, false)
