@@ -37,6 +37,8 @@ mod matrix;
 mod negotiation;
 mod operations;
 mod passthrough;
+mod polling;
+mod polling_survives;
 mod proc;
 mod readme;
 mod replicas;
