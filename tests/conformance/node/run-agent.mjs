@@ -2,8 +2,11 @@
 // Live run against an AG-UI endpoint with the REAL HttpAgent.runAgent() of one
 // client version (what a CopilotKit frontend would do), printing ONE JSON line:
 //
-//   {"ok":bool,"client":ver,"types":[...],"events":[...],"result":...,
+//   {"ok":bool,"client":ver,"types":[...],"events":[...],"arrivals":[...],"result":...,
 //    "newMessages":[...],"error":string|null,"warnings":[...]}
+//
+// arrivals[i] is when events[i] reached onEvent, in ms since runAgent() was
+// called: what a user would see, and when.
 //
 //   node run-agent.mjs --client 1.0.0|0.0.59|0.0.48 --url URL [--thread ID] [--run ID]
 //        [--message TEXT] [--forwarded-props JSON] [--header 'K: V']... [--timeout-ms N] [--verbose]
@@ -134,6 +137,7 @@ const agent = new HttpAgent({
 agent.messages = [{ id: `user-${randomUUID()}`, role: "user", content: opts.message }];
 
 const events = [];
+const arrivals = [];
 let timedOut = false;
 let hardTimer;
 
@@ -151,6 +155,7 @@ const hardStop = new Promise((resolve) => {
   hardTimer = setTimeout(() => resolve({ hardTimeout: true }), opts.timeoutMs + 2000);
 });
 
+const started = performance.now();
 const run = agent
   .runAgent(
     {
@@ -159,7 +164,12 @@ const run = agent
       context: [],
       forwardedProps: opts.forwardedProps,
     },
-    { onEvent: ({ event }) => events.push(event) },
+    {
+      onEvent: ({ event }) => {
+        events.push(event);
+        arrivals.push(Math.round(performance.now() - started));
+      },
+    },
   )
   .then((value) => ({ value }), (error) => ({ error }));
 
@@ -186,6 +196,7 @@ const report = {
   client: opts.client,
   types,
   events,
+  arrivals,
   result: outcome.value?.result ?? null,
   newMessages: outcome.value?.newMessages ?? [],
   error,

@@ -9,7 +9,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Process, agent, client, gateway_for, repo_root};
+use crate::support::{Process, agent, client, core_with, gateway_for, json_rpc};
 
 /// Who the main test's caller is (authentication is off: its credential
 /// header is its identity), and another caller.
@@ -21,52 +21,11 @@ async fn core(gw: &Process, transport: &str, thread: &str, phase: &str, text: &s
     core_with(gw, transport, thread, phase, text, &["--header", ALICE]).await
 }
 
-/// [`core`] with more options for the harness (`--tool get_weather`).
-async fn core_with(
-    gw: &Process,
-    transport: &str,
-    thread: &str,
-    phase: &str,
-    text: &str,
-    more: &[&str],
-) -> Value {
-    let script = repo_root().join("tests/copilotkit/direct.mjs");
-    let output = tokio::process::Command::new("node")
-        .arg(script)
-        .args(more)
-        .args(["--runtime-url", &format!("{}/copilotkit", gw.url())])
-        .args(["--agent", "default", "--thread", thread, "--phase", phase])
-        .args(["--transport", transport, "--text", text])
-        .args(["--timeout-ms", "20000"])
-        .output()
-        .await
-        .expect("node runs (tests/copilotkit/setup.sh installs @copilotkit/core)");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let line: Value = stdout
-        .lines()
-        .find(|l| l.starts_with('{'))
-        .and_then(|l| serde_json::from_str(l).ok())
-        .unwrap_or_else(|| panic!("{stdout}\n{}", String::from_utf8_lossy(&output.stderr)));
-    assert_eq!(line["error"], Value::Null, "{line}");
-    assert_eq!(line["runErrors"], json!([]), "{line}");
-    assert_eq!(line["info"]["agents"], json!(["default"]), "{line}");
-    line
-}
-
 /// The agent's task of a context, as the agent stores it.
 async fn agent_tasks(agent: &Process, context: &str) -> Vec<Value> {
     let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "ListTasks",
                        "params": { "contextId": context } });
-    let answer: Value = client()
-        .post(agent.url())
-        .header("A2A-Version", "1.0")
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let answer = json_rpc(&agent.url(), "1.0", &body).await;
     answer["result"]["tasks"]
         .as_array()
         .cloned()

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::resume::{assert_thread_replay, frames, last_id, post, read_then_cut, run_input};
+use crate::resume::{
+    assert_numbered, assert_thread_replay, frames, last_id, post, read_then_cut, run_input,
+};
 use crate::support::{
     Process, agent, agui_events, assert_valid_run, client, fake_upstream, gateway_for, metrics_of,
     received_by, redis_server, text_of,
@@ -22,14 +24,7 @@ async fn post_agui(gw: &Process, body: &Value, last_event_id: Option<&str>) -> r
 /// The whole run as the client put it together: ids 1, 2, … each once,
 /// one terminal event, the full text.
 fn assert_one_run(whole: &str, count: usize) {
-    for (n, frame) in frames(whole).iter().enumerate() {
-        let id = frame.lines().find_map(|l| l.strip_prefix("id: ")).unwrap();
-        assert_eq!(
-            id.split_once('.').unwrap().1,
-            (n + 1).to_string(),
-            "{whole}"
-        );
-    }
+    assert_numbered(whole);
     let events = agui_events(whole);
     assert_eq!(assert_valid_run(&events)["type"], "RUN_FINISHED", "{whole}");
     let expected: String = (1..=count).map(|i| format!("{i} ")).collect();

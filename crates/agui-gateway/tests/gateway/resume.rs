@@ -45,6 +45,15 @@ pub(crate) async fn read_then_cut(response: reqwest::Response, count: usize) -> 
     seen
 }
 
+/// Frames numbered 1, 2, 3, … with none missing or twice: one run, as
+/// the client put it together.
+pub(crate) fn assert_numbered(whole: &str) {
+    for (n, frame) in frames(whole).iter().enumerate() {
+        let (_, number) = id_of(frame).split_once('.').unwrap();
+        assert_eq!(number, (n + 1).to_string(), "{whole}");
+    }
+}
+
 pub(crate) fn run_input(thread: &str, text: &str) -> Value {
     json!({ "threadId": thread, "runId": format!("{thread}-run"),
         "messages": [{ "id": format!("{thread}-u1"), "role": "user", "content": text }] })
@@ -110,10 +119,7 @@ async fn a_cut_stream_continues_from_its_last_id_and_the_agent_runs_once() {
 
     // One run, ids 1, 2, 3, … with none missing or twice.
     let frames_seen = frames(&whole);
-    for (n, frame) in frames_seen.iter().enumerate() {
-        let (_, number) = id_of(frame).split_once('.').unwrap();
-        assert_eq!(number, (n + 1).to_string(), "{whole}");
-    }
+    assert_numbered(&whole);
     let events = agui_events(&whole);
     assert_eq!(assert_valid_run(&events)["type"], "RUN_FINISHED", "{whole}");
     let expected: String = (1..=15).map(|i| format!("{i} ")).collect();

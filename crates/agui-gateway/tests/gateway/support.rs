@@ -218,6 +218,14 @@ pub async fn http_get(url: impl reqwest::IntoUrl) -> reqwest::Response {
     client().get(url).send().await.expect("GET")
 }
 
+/// A JSON-RPC call to `url` in A2A `version` ("1.0", "0.3"), its answer
+/// as JSON.
+pub async fn json_rpc(url: &str, version: &str, body: &Value) -> Value {
+    let request = client().post(url).header("A2A-Version", version).json(body);
+    let answer = request.send().await.expect("POST");
+    answer.json().await.expect("a JSON-RPC answer")
+}
+
 /// The gateway's Prometheus text.
 pub async fn metrics_of(gateway: &Process) -> String {
     http_get(format!("{}/metrics", gateway.url()))
@@ -543,6 +551,44 @@ pub fn redis_server() -> Process {
         assert!(Instant::now() < deadline, "redis-server did not start");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+// ---------------------------------------------------------------------------
+// CopilotKit with no runtime between (`tests/copilotkit/setup.sh` installs it).
+
+/// One phase of `tests/copilotkit/direct.mjs` (`@copilotkit/core` 1.75.0
+/// with `runtimeUrl` at the gateway, as one page load), with its options
+/// (`--header`, `--tool get_weather`); its report line, checked free of
+/// errors.
+pub async fn core_with(
+    gw: &Process,
+    transport: &str,
+    thread: &str,
+    phase: &str,
+    text: &str,
+    more: &[&str],
+) -> Value {
+    let script = repo_root().join("tests/copilotkit/direct.mjs");
+    let output = tokio::process::Command::new("node")
+        .arg(script)
+        .args(more)
+        .args(["--runtime-url", &format!("{}/copilotkit", gw.url())])
+        .args(["--agent", "default", "--thread", thread, "--phase", phase])
+        .args(["--transport", transport, "--text", text])
+        .args(["--timeout-ms", "20000"])
+        .output()
+        .await
+        .expect("node runs (tests/copilotkit/setup.sh installs @copilotkit/core)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line: Value = stdout
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("{stdout}\n{}", String::from_utf8_lossy(&output.stderr)));
+    assert_eq!(line["error"], Value::Null, "{line}");
+    assert_eq!(line["runErrors"], json!([]), "{line}");
+    assert_eq!(line["info"]["agents"], json!(["default"]), "{line}");
+    line
 }
 
 pub use crate::proc::{cpu_time, peak_rss_mib, rss_kib};
