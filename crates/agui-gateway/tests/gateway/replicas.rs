@@ -292,6 +292,7 @@ pub fn plain_run() -> (agui_journal::RunIdentity, agui_journal::redis::RunSpec) 
         format: "agui".to_owned(),
         id_tag: "t".to_owned(),
         headers: Vec::new(),
+        poll: None,
     };
     (identity, spec)
 }
