@@ -38,9 +38,8 @@ use crate::random::random_u64;
 use crate::relay::{self, Conversion};
 use crate::state::{AppHandle, StreamsFull};
 use crate::upstream::Call;
-use crate::upstream::call::Called;
 use crate::upstream::outbound::Forwarded;
-use crate::upstream::poll::{RunAnswer, RunCalled};
+use crate::upstream::run::RunCalled;
 use crate::upstream::{Agent, TaskCall};
 
 /// Why a `RunAgentInput` is refused, before anything of it is kept or
@@ -193,11 +192,7 @@ pub async fn run(state: AppHandle, agent: Arc<Agent>, call: RunCall) -> Result<R
             }
             Err(task) => {
                 let cancel = Call::Task(TaskCall::Cancel, &task);
-                let Called { answer, span } = agent.call(&route, cancel, &headers).await;
-                RunCalled {
-                    answer: answer.map(RunAnswer::Body),
-                    span,
-                }
+                RunCalled::as_is(agent.call(&route, cancel, &headers).await)
             }
         }
     };

@@ -36,7 +36,7 @@ use crate::upstream::Agent;
 use crate::upstream::call::Called;
 use crate::upstream::headers::{ReturnPolicy, returned_headers};
 use crate::upstream::outbound::{self, Forwarded};
-use crate::upstream::poll::{RunAnswer, RunCalled};
+use crate::upstream::run::RunCalled;
 
 pub fn router(state: AppHandle) -> Router {
     let mut router = Router::new().route("/healthz", get(healthz));
@@ -440,11 +440,7 @@ async fn convert(
         match seed {
             None => {
                 let to = (parts.method.clone(), url);
-                let Called { answer, span } = agent.forward(&route, to, &forwarded, body).await;
-                RunCalled {
-                    answer: answer.map(RunAnswer::Body),
-                    span,
-                }
+                RunCalled::as_is(agent.forward(&route, to, &forwarded, body).await)
             }
             Some(message) => {
                 // Extensions in the seed's message are not activated: a

@@ -42,7 +42,8 @@ use crate::state::{AppState, Shutdown, StreamsFull};
 use crate::upstream::Call;
 use crate::upstream::call::Called;
 use crate::upstream::outbound::Forwarded;
-use crate::upstream::poll::{Items, RunAnswer, RunCalled};
+use crate::upstream::poll::Items;
+use crate::upstream::run::{RunAnswer, RunCalled};
 use crate::upstream::{Agent, TaskCall, UpstreamBody, UpstreamError};
 
 /// Called once with the terminal event and the run's A2A task id.

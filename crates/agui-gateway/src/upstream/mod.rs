@@ -6,8 +6,8 @@
 //! - `call`: what the gateway asks of it (`Call`) and the layers every
 //!   call shares (headers, token renewal, deadline, span);
 //! - `binding`: each binding's requests (JSON-RPC, HTTP+JSON, gRPC);
-//! - `poll`: a run of an agent that does not stream, its task read until
-//!   it ends;
+//! - `run`: a run's call, streamed or polled; `poll`: a run of an agent
+//!   that does not stream, its task read until it ends;
 //! - `rpc`: the A2A bodies the gateway writes; `outbound`: what a call
 //!   carries from its request; `target`, `headers`: where a client's
 //!   request goes and with which headers;
@@ -28,6 +28,7 @@ pub mod outbound;
 pub mod poll;
 pub mod route;
 mod rpc;
+pub mod run;
 pub mod target;
 pub mod tls;
 

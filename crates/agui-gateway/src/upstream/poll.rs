@@ -26,10 +26,8 @@ use super::answer::{self, Answer};
 use super::call::{Called, read_whole};
 use super::outbound::Forwarded;
 use super::route::Route;
-use super::rpc::Call;
-use super::rpc::{OutgoingMessage, TaskCall};
+use super::rpc::{Call, OutgoingMessage, TaskCall};
 use super::{Agent, BodyError, StreamResponse, UpstreamError};
-use crate::config::Mode;
 use crate::obs::telemetry::CallSpan;
 
 /// The first pause between reads, and the pause after news.
@@ -40,59 +38,53 @@ const LONGEST_GAP: Duration = Duration::from_secs(2);
 /// A polled task's news: stream items, one JSON document each.
 pub type Items = Pin<Box<dyn Stream<Item = Result<Bytes, BodyError>> + Send>>;
 
-/// What a run's call came to.
-pub enum RunAnswer {
-    /// An answer read as it comes: a stream of events, or one document
-    /// (an error, a message, a task already over).
-    Body(StreamResponse),
-    /// A polled task's news, item by item, and what a replica taking the
-    /// run over needs to read on (journaled with the run).
-    Polled { items: Items, memo: PollMemo },
-}
-
-/// A run's call: its answer, and its client span.
-pub struct RunCalled {
-    pub answer: Result<RunAnswer, UpstreamError>,
-    pub span: CallSpan,
+/// What a send to poll came to.
+pub enum Sent {
+    /// The task's news, item by item, and what a replica taking the run
+    /// over needs to read on (journaled with the run).
+    Polling { items: Items, memo: PollMemo },
+    /// No task to read: an answer to convert as it is (an error, a
+    /// message).
+    Answer(StreamResponse),
 }
 
 impl Agent {
-    /// Sends a run's message the way `route` says: a stream, or a send to
-    /// poll. `limit` bounds each answer read whole (a send's, a task's).
-    pub async fn run(
+    /// Sends a run's message to return at once, and reads its task on.
+    /// `limit` bounds each answer read whole (the send's, a task's).
+    pub async fn send_to_poll(
         self: &Arc<Self>,
         route: Route,
         (message, activate): (&OutgoingMessage, &[String]),
         forwarded: &Forwarded,
         limit: usize,
-    ) -> RunCalled {
-        let send = Call::Send { message, activate };
-        if route.mode == Mode::Stream {
-            let Called { answer, span } = self.call(&route, send, forwarded).await;
-            let answer = answer.map(RunAnswer::Body);
-            return RunCalled { answer, span };
-        }
+    ) -> (Result<Sent, UpstreamError>, CallSpan) {
         let mut poll = TaskPoll::new(Some(message.message_id.clone()));
         if let Some(task) = &message.task_id {
             // A continuation: what the task held before is earlier turns'.
+            // Without it, the earlier turns' artifacts would show again:
+            // one more try, then on without it.
             let before = Call::Task(TaskCall::Get, task);
-            if let Some(before) = self.answer(&route, before, forwarded, limit).await
-                && let Some(before) = answer::parse(&before, answer::MAX_ELEMENTS)
-            {
-                poll.baseline(&before);
+            let mut read = self.answer(&route, before, forwarded, limit).await;
+            if read.is_none() {
+                read = self.answer(&route, before, forwarded, limit).await;
+            }
+            match read.and_then(|before| answer::parse(&before, answer::MAX_ELEMENTS)) {
+                Some(before) => poll.baseline(&before),
+                None => tracing::warn!(
+                    agent = self.name(),
+                    task,
+                    "the task could not be read before its continuation: earlier artifacts may show again"
+                ),
             }
         }
+        let send = Call::Send { message, activate };
         let Called { answer, span } = self.call(&route, send, forwarded).await;
         let response = match answer {
             Ok(response) if response.status.is_success() => response,
-            other => {
-                let answer = other.map(RunAnswer::Body);
-                return RunCalled { answer, span };
-            }
+            other => return (other.map(Sent::Answer), span),
         };
         let Some(sent) = read_whole(response, limit).await else {
-            let answer = Err(UpstreamError::Unreadable);
-            return RunCalled { answer, span };
+            return (Err(UpstreamError::Unreadable), span);
         };
         let polling = Polling {
             agent: self.clone(),
@@ -105,17 +97,14 @@ impl Agent {
             done: false,
             limit,
         };
-        let answer = match polling.first(sent) {
-            Ok(polling) => RunAnswer::Polled {
+        let sent = match polling.first(sent) {
+            Ok(polling) => Sent::Polling {
                 memo: polling.poll.memo(),
                 items: polling.items(),
             },
-            Err(document) => RunAnswer::Body(document),
+            Err(document) => Sent::Answer(document),
         };
-        RunCalled {
-            answer: Ok(answer),
-            span,
-        }
+        (Ok(sent), span)
     }
 
     /// The news of `task` from now on, for a run taken over from another
