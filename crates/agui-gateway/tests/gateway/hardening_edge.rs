@@ -275,7 +275,10 @@ async fn http2_request_bodies_in_flight_are_bounded_per_connection_and_given_bac
     let (addr, _fake) = fake_upstream().await;
     let gw = body_gateway(addr);
     let pid = gw.child.id();
-    let within = Duration::from_secs(20);
+    // Generous: 100 runs at once on a loaded 2-core machine (a build or
+    // the installs beside the tests) took past 20 s once; what is asserted
+    // is that each is answered, not how fast.
+    let within = Duration::from_secs(60);
     // What a client may do on one connection: one whole `max_request_bytes`
     // body, four at once, and 100 small runs at once.
     let (client, _connection) = h2_connect(gw.port, 65_535).await;
