@@ -16,13 +16,15 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-/// What the task does, and when (after the send).
+/// What the task does, and when (after the send, in ms): the first step
+/// well before the end, so that a test sees it arrive while the task
+/// works even when a loaded machine reads late.
 const SCRIPT: [(u64, Step); 5] = [
     (100, Step::Said("Step 1. ")),
-    (300, Step::Said("Step 2. ")),
-    (400, Step::Part("All ")),
-    (500, Step::Part("done.")),
-    (600, Step::End),
+    (900, Step::Said("Step 2. ")),
+    (1_000, Step::Part("All ")),
+    (1_100, Step::Part("done.")),
+    (1_200, Step::End),
 ];
 
 #[derive(Clone, Copy)]

@@ -71,7 +71,7 @@ async fn a_task_that_does_not_stream_is_polled_to_its_end() {
         "{events:?}"
     );
     assert_eq!(text_of(&events), "Step 1. Step 2. All done.");
-    // The first step shows while the task still works (it ends 600 ms
+    // The first step shows while the task still works (it ends 1.2 s
     // after the send; reads start 200 ms apart).
     let first = timed
         .iter()
