@@ -6,8 +6,8 @@
 
 mod common;
 
-use a2a_agui::{Converter, Options, Polled, StreamEnd, TaskPoll};
-use common::{check_sequence, convert_items};
+use a2a_agui::{Converter, Options, Polled, TaskPoll};
+use common::{check_sequence, convert_items, finished};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -253,11 +253,7 @@ fn a_run_taken_over_reads_on_without_repeating() {
             .iter()
             .for_each(|item| converter.push_value(item, &mut out));
     }
-    converter.finish(StreamEnd::Eof, &mut out);
-    let events: Vec<Value> = out
-        .iter()
-        .map(|e| serde_json::to_value(e).unwrap())
-        .collect();
+    let events = finished(converter, out);
     check_sequence(&events).unwrap();
     assert_eq!(shown(&events), shown(&streamed(&steps, false)));
 }
@@ -303,11 +299,7 @@ fn a_continuation_taken_over_shows_nothing_of_the_earlier_turns_either() {
     read(&mut second, &mut converter, continued(&now, "working"));
     now.push(Step::Part("today".into()));
     read(&mut second, &mut converter, continued(&now, "completed"));
-    converter.finish(StreamEnd::Eof, &mut out);
-    let events: Vec<Value> = out
-        .iter()
-        .map(|e| serde_json::to_value(e).unwrap())
-        .collect();
+    let events = finished(converter, out);
     check_sequence(&events).unwrap();
     assert_eq!(
         shown(&events),

@@ -28,4 +28,4 @@ pub use client::{
     AddressError, BrokenStream, ClientTls, ConnectError, GrpcAgent, JsonRpcAnswer, JsonRpcBody,
     Service,
 };
-pub use requests::{CallError, ServiceCall};
+pub use requests::ServiceCall;

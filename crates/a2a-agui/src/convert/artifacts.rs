@@ -57,14 +57,6 @@ impl Artifacts {
         self.states.get(id)
     }
 
-    /// Each artifact's parts shown so far.
-    pub(super) fn shown(&self) -> Vec<(String, usize)> {
-        self.states
-            .iter()
-            .map(|(id, state)| (id.clone(), state.parts_seen))
-            .collect()
-    }
-
     /// The artifact's state, created on first sight; `None` once
     /// `MAX_TRACKED` artifacts are tracked.
     pub(super) fn state(&mut self, id: &str) -> Option<&mut ArtifactState> {
@@ -226,6 +218,16 @@ enum TextPlan {
 }
 
 impl<I: IdSource> Converter<I> {
+    /// Each artifact's parts shown so far: where a polled run taken over
+    /// by another replica reads on from (`TaskPoll::reattached`).
+    pub fn artifacts_shown(&self) -> Vec<(String, usize)> {
+        let states = &self.artifacts.states;
+        states
+            .iter()
+            .map(|(id, state)| (id.clone(), state.parts_seen))
+            .collect()
+    }
+
     pub(super) fn on_artifact(&mut self, mut chunk: ArtifactChunk<'_>, out: &mut Vec<Event>) {
         self.run.saw_task = true;
         let id = chunk.id;

@@ -148,12 +148,6 @@ impl<I: IdSource> Converter<I> {
         self.resync.start();
     }
 
-    /// Each artifact's parts shown so far: where a polled run taken over
-    /// by another replica reads on from (`TaskPoll::reattached`).
-    pub fn artifacts_shown(&self) -> Vec<(String, usize)> {
-        self.artifacts.shown()
-    }
-
     /// Items that arrived after the terminal event (a trailing Task
     /// snapshot, for example) and so produced nothing.
     pub fn ignored_after_finish(&self) -> u64 {

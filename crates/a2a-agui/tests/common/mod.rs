@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use a2a_agui::{Converter, Event, Options, StreamEnd};
+use a2a_agui::{Converter, Event, IdSource, Options, StreamEnd};
 use serde_json::Value;
 
 pub fn check_sequence(events: &[Value]) -> Result<(), String> {
@@ -284,6 +284,12 @@ pub fn convert_items(items: &[Value]) -> Vec<Value> {
     for item in items {
         converter.push_value(item, &mut out);
     }
+    finished(converter, out)
+}
+
+/// The AG-UI events, as JSON, of a run whose input ends now: `out`, what
+/// it wrote so far, and its end.
+pub fn finished<I: IdSource>(mut converter: Converter<I>, mut out: Vec<Event>) -> Vec<Value> {
     converter.finish(StreamEnd::Eof, &mut out);
     out.iter()
         .map(|e| serde_json::to_value(e).unwrap())

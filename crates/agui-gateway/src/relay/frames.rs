@@ -96,11 +96,9 @@ impl RelayState {
                             }
                         },
                     };
-                    if !matches!(self.source, Source::Items(_)) {
-                        // A polled task's reads are news only when they
-                        // show something (`convert_item`).
-                        self.last_upstream = Instant::now();
-                    }
+                    // A polled run's items are news too: a read that
+                    // shows nothing new hands on none (`TaskPoll`).
+                    self.last_upstream = Instant::now();
                     match chunk {
                         Some(Ok(bytes)) => {
                             if let Some(out) = self.feed(&bytes) {
@@ -214,9 +212,6 @@ impl RelayState {
         encoded(self.stream.feed_json(bytes, now_ms(), out));
         if self.stream.is_finished() {
             self.source = Source::Done;
-        }
-        if !self.stream.last_events().is_empty() {
-            self.last_upstream = Instant::now();
         }
         self.note_events();
     }

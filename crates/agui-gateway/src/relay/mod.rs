@@ -42,7 +42,6 @@ use crate::state::{AppState, Shutdown, StreamsFull};
 use crate::upstream::Call;
 use crate::upstream::call::Called;
 use crate::upstream::outbound::Forwarded;
-use crate::upstream::poll::Items;
 use crate::upstream::run::{RunAnswer, RunCalled};
 use crate::upstream::{Agent, TaskCall, UpstreamBody, UpstreamError};
 
@@ -163,7 +162,7 @@ enum Source {
     /// `text/event-stream`: chunks go through the SSE parser.
     Events(UpstreamBody),
     /// A polled task's news: one JSON document per item.
-    Items(Items),
+    Items(UpstreamBody),
     /// A stream another replica read until it died: re-attach first.
     Lost,
     /// Anything else: a whole body to read as JSON.

@@ -519,3 +519,38 @@ impl Agent {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::config::{AgentConfig, Limits, Mode};
+
+    /// A refresh that reads another card chooses again (`card_info` is
+    /// what every fetch stores).
+    #[test]
+    fn each_card_read_chooses_the_route_again() {
+        let config = AgentConfig::new("a", Url::parse("http://a.example/").unwrap());
+        let agent = Agent::new(config, "gw", &Limits::default(), None).unwrap();
+        let before = agent.card_info(
+            json!({ "url": "http://a.example/", "protocolVersion": "0.3",
+            "capabilities": { "streaming": true } }),
+        );
+        assert_eq!(
+            (before.route.binding(), before.route.mode),
+            (Binding::JsonRpc, Mode::Stream)
+        );
+        let after = agent.card_info(json!({ "capabilities": { "streaming": false },
+            "supportedInterfaces": [{ "url": "http://a.example/rest",
+                "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0" }] }));
+        assert_eq!(
+            (
+                after.route.binding(),
+                after.route.mode,
+                after.route.url().as_str()
+            ),
+            (Binding::HttpJson, Mode::Poll, "http://a.example/rest")
+        );
+    }
+}

@@ -13,21 +13,19 @@
 //! unreachable, as it ends a silent stream.
 
 use std::collections::VecDeque;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_agui::{PollMemo, Polled, TaskPoll};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use bytes::Bytes;
-use futures::Stream;
 
 use super::answer::{self, Answer};
 use super::call::{Called, read_whole};
 use super::outbound::Forwarded;
 use super::route::Route;
 use super::rpc::{Call, OutgoingMessage, TaskCall};
-use super::{Agent, BodyError, StreamResponse, UpstreamError};
+use super::{Agent, StreamResponse, UpstreamBody, UpstreamError};
 use crate::obs::telemetry::CallSpan;
 
 /// The first pause between reads, and the pause after news.
@@ -35,14 +33,11 @@ const FIRST_GAP: Duration = Duration::from_millis(200);
 /// The longest pause between reads.
 const LONGEST_GAP: Duration = Duration::from_secs(2);
 
-/// A polled task's news: stream items, one JSON document each.
-pub type Items = Pin<Box<dyn Stream<Item = Result<Bytes, BodyError>> + Send>>;
-
 /// What a send to poll came to.
 pub enum Sent {
     /// The task's news, item by item, and what a replica taking the run
     /// over needs to read on (journaled with the run).
-    Polling { items: Items, memo: PollMemo },
+    Polling { items: UpstreamBody, memo: PollMemo },
     /// No task to read: an answer to convert as it is (an error, a
     /// message).
     Answer(StreamResponse),
@@ -116,7 +111,7 @@ impl Agent {
         (memo, shown): (PollMemo, Vec<(String, usize)>),
         forwarded: &Forwarded,
         limit: usize,
-    ) -> Items {
+    ) -> UpstreamBody {
         Polling {
             agent: self.clone(),
             route,
@@ -180,7 +175,7 @@ impl Polling {
         self.done |= done;
     }
 
-    fn items(self) -> Items {
+    fn items(self) -> UpstreamBody {
         Box::pin(futures::stream::unfold(self, |mut polling| async move {
             loop {
                 if let Some(item) = polling.pending.pop_front() {

@@ -142,7 +142,7 @@ pub fn send_params(
 }
 
 /// The JSON-RPC method of a send.
-pub fn send_method(version: A2aVersion, mode: Mode) -> &'static str {
+fn send_method(version: A2aVersion, mode: Mode) -> &'static str {
     match (version == A2aVersion::V10, mode) {
         (true, Mode::Stream) => "SendStreamingMessage",
         (true, Mode::Poll) => "SendMessage",

@@ -7,10 +7,10 @@ use a2a_agui::PollMemo;
 
 use super::call::Called;
 use super::outbound::Forwarded;
-use super::poll::{Items, Sent};
+use super::poll::Sent;
 use super::route::Route;
 use super::rpc::{Call, OutgoingMessage};
-use super::{Agent, StreamResponse, UpstreamError};
+use super::{Agent, StreamResponse, UpstreamBody, UpstreamError};
 use crate::config::Mode;
 use crate::obs::telemetry::CallSpan;
 
@@ -21,7 +21,7 @@ pub enum RunAnswer {
     Body(StreamResponse),
     /// A polled task's news, item by item, and what a replica taking the
     /// run over needs to read on (journaled with the run).
-    Polled { items: Items, memo: PollMemo },
+    Polled { items: UpstreamBody, memo: PollMemo },
 }
 
 /// A run's call: its answer, and its client span.
