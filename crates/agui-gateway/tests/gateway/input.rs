@@ -214,6 +214,48 @@ fn interrupting_gateway(agent: &Process) -> Process {
     gateway(&["--config", config.to_str().unwrap()])
 }
 
+/// AG-UI 1.0: a run that stopped on a frontend tool call is a completed
+/// run, whether the gateway writes interrupts or not; the app runs the tool
+/// and the thread goes on (with interrupts on, an interrupt outcome would
+/// make 1.0's next `runAgent` throw).
+#[tokio::test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh"]
+async fn a_frontend_tool_call_ends_a_1_0_run_as_a_success_with_interrupts_off_and_on() {
+    let agent = agent("input");
+    let plain = gateway_for(&agent.url(), &[]);
+    let interrupting = interrupting_gateway(&agent);
+    for gw in [&plain, &interrupting] {
+        let run = flow("1.0.0", &format!("{}/agui", gw.url()), "clienttool");
+        assert_eq!(run["ok"], true, "{run}");
+        let runs = run["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 4, "{run}");
+        for (n, done) in runs.iter().enumerate() {
+            if n % 2 == 1 {
+                assert!(done["outcome"].is_null(), "run {n}: {done}");
+                continue;
+            }
+            let pending = &done["result"]["pendingToolCallIds"];
+            assert_eq!(pending.as_array().map(Vec::len), Some(1), "run {n}: {done}");
+            assert_eq!(
+                done["outcome"],
+                json!({ "type": "success", "pendingToolCallIds": pending }),
+                "run {n}"
+            );
+        }
+        assert_eq!(run["pendingInterrupts"], json!([]));
+        assert_eq!(
+            run["text"]
+                .as_str()
+                .unwrap()
+                .matches(&format!("get_weather said: {TOOL_RESULT}"))
+                .count(),
+            2,
+            "{run}"
+        );
+        check_tool_calls(&run["messages"]);
+    }
+}
+
 #[tokio::test]
 #[ignore = "tier 2: real A2A agents, tests/agents/setup.sh"]
 async fn resume_resolved_reaches_the_waiting_task_and_cancelled_cancels_it() {

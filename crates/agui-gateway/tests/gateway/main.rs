@@ -51,6 +51,7 @@ mod support;
 mod telemetry;
 mod upstream_auth;
 mod upstream_tls;
+mod usage;
 mod usage_in_process;
 
 use serde_json::{Value, json};
