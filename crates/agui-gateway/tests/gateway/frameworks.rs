@@ -93,6 +93,9 @@ struct Expect {
     tools: &'static [(&'static str, bool)],
     /// An event type the run must contain.
     event: Option<&'static str>,
+    /// The run's `totalTokens`, as the framework reports its usage: on
+    /// `RUN_FINISHED` for 1.0, in `CUSTOM a2a.usage` before it.
+    usage: Option<u64>,
 }
 
 const NONE: Expect = Expect {
@@ -102,6 +105,7 @@ const NONE: Expect = Expect {
     reasoning: None,
     tools: &[],
     event: None,
+    usage: None,
 };
 
 fn check(label: &str, url: &str, expect: &Expect) {
@@ -155,6 +159,22 @@ fn check(label: &str, url: &str, expect: &Expect) {
                 .iter()
                 .any(|m| m["role"] == "tool" && m["toolCallId"] == call["id"]);
             assert_eq!(result, *with_result, "{at}: {tool} result in {run}");
+        }
+        if let Some(total) = expect.usage {
+            let usage = match version {
+                "1.0.0" => finished.map(|e| &e["usage"]),
+                _ => events
+                    .iter()
+                    .find(|e| e["name"] == "a2a.usage")
+                    .map(|e| &e["value"]["usage"]),
+            };
+            let reported: u64 = usage
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|u| u["totalTokens"].as_u64())
+                .sum();
+            assert_eq!(reported, total, "{at}: usage {usage:?}");
         }
         if let Some(event) = expect.event {
             // Before 1.0 a state patch arrives applied, as a snapshot
@@ -390,15 +410,19 @@ struct OnTheWire {
     thought: bool,
     /// The call, and whether its result.
     call: Option<bool>,
+    /// The `totalTokens` the framework reports.
+    usage: Option<u64>,
 }
 
 const ONLY_THE_ANSWER: OnTheWire = OnTheWire {
     thought: false,
     call: None,
+    usage: None,
 };
 const EVERYTHING: OnTheWire = OnTheWire {
     thought: true,
     call: Some(true),
+    usage: None,
 };
 
 /// The `weather` scenario through the gateway with every client version,
@@ -420,6 +444,7 @@ fn weather(name: &str, path: &str, modes: &[(&str, &[&str], OnTheWire)]) {
                 answer: Some(WEATHER_ANSWER),
                 reasoning: wire.thought.then_some(WEATHER_THOUGHT),
                 tools,
+                usage: wire.usage,
                 ..NONE
             },
         );
@@ -447,6 +472,7 @@ fn frameworks_agno() {
     let wire = OnTheWire {
         thought: false,
         call: Some(false),
+        usage: None,
     };
     let path = "/a2a/agents/scripted-agno-agent/v1/message:stream";
     weather("agno", path, &[("default", &[], wire)]);
@@ -455,20 +481,23 @@ fn frameworks_agno() {
 #[test]
 #[ignore = "tier 2: agent frameworks, tests/frameworks/setup.sh"]
 fn frameworks_voltagent() {
-    weather(
-        "voltagent",
-        "/a2a/weather-agent",
-        &[("default", &[], ONLY_THE_ANSWER)],
-    );
+    // Its usage (AI SDK v4 names) on the final status.
+    let wire = OnTheWire {
+        usage: Some(13),
+        ..ONLY_THE_ANSWER
+    };
+    weather("voltagent", "/a2a/weather-agent", &[("default", &[], wire)]);
 }
 
 #[test]
 #[ignore = "tier 2: agent frameworks, tests/frameworks/setup.sh"]
 fn frameworks_mastra() {
-    // The call and its result ride in the completed Task's metadata.
+    // The call, its result and the usage ride in the completed Task's
+    // metadata.
     let wire = OnTheWire {
         thought: false,
         call: Some(true),
+        usage: Some(25),
     };
     weather("mastra", "/a2a/weather-agent", &[("default", &[], wire)]);
 }
