@@ -10,12 +10,14 @@ use agui_edge::ratelimit::RateLimiter;
 use agui_journal::redis::RedisJournal;
 use agui_journal::replays::Replays;
 use agui_journal::{MemoryJournal, ThreadRef};
+use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::obs::metrics::Metrics;
-use crate::upstream::Agent;
+use crate::upstream::capabilities::Fronted;
+use crate::upstream::{Agent, CardInfo};
 
 pub struct AppState {
     /// One permit per open stream, held by the stream's body.
@@ -171,6 +173,16 @@ impl AppState {
             .limits
             .max_streams
             .saturating_sub(self.streams.available_permits())
+    }
+
+    /// `agent`'s AG-UI capabilities as this gateway fronts it, once its
+    /// card is known (`card`: the one the caller read).
+    pub fn capabilities(&self, agent: &Agent, card: Option<&CardInfo>) -> Option<Value> {
+        let fronted = Fronted {
+            interrupts: agent.config.interrupts,
+            resumable: self.journal.is_some(),
+        };
+        Some(card?.capabilities(fronted).clone())
     }
 
     pub fn named(&self, name: &str) -> Result<Arc<Agent>, NoAgent> {

@@ -144,6 +144,9 @@ async fn list_agents(State(state): State<AppHandle>, request: Request) -> Respon
         if let (Value::Object(entry), Value::Object(health)) = (&mut entry, health) {
             entry.extend(health);
         }
+        if let Some(capabilities) = state.capabilities(agent, card.as_deref()) {
+            entry["capabilities"] = capabilities;
+        }
         if agent.config.card_signatures != Policy::Off {
             let verdict = card.as_ref().and_then(|c| c.signature.as_ref());
             entry["cardSignature"] = json!(verdict.map_or("unknown", Verdict::as_str));
