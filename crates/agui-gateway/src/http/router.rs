@@ -424,6 +424,7 @@ async fn convert(
     if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
         return Ok(resumed);
     }
+    gate::budget(&state, &agent, &run_by.caller).await?;
     state.metrics.count_request(agent.name(), Mode::Converted);
     let conversion = Conversion {
         options: Options {
