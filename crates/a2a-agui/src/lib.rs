@@ -46,11 +46,11 @@ pub use convert::{
 pub use encode::{Encoder, HectorEncoder, OutputFormat, write_agui_frame};
 pub use event::custom::{
     AcpStatus, ArtifactNotice, Citation, Custom, DataNotice, ErrorNotice, EventMetadata,
-    FileNotice, MessageMetadata, ReasoningNotice, StatusNotice, ToolError, Trajectory,
+    FileNotice, MessageMetadata, ReasoningNotice, StatusNotice, ToolError, Trajectory, UsageNotice,
 };
 pub use event::{
     AssistantRole, Event, Id, Interrupt, InterruptReason, Outcome, Patch, PatchOp, ReasoningRole,
-    RunResult, SubagentOutcome, TextMetadata, ToolRole,
+    RunResult, SubagentOutcome, TextMetadata, TokenUsage, ToolRole,
 };
 pub use history::thread_messages;
 pub use ids::{IdKind, IdSource, SequentialIds, agent_tool_call_id, is_result_of_call};

@@ -366,20 +366,20 @@ proptest! {
 /// messages, in every envelope, with and without descriptions.
 fn plain_chunk() -> impl Strategy<Value = Value> {
     let parts = prop::collection::vec(
-        (text(), any::<bool>()).prop_map(|(t, kinded)| {
-            if kinded {
-                json!({ "kind": "text", "text": t, "metadata": { "chunkIndex": 1.0 } })
-            } else {
-                json!({ "text": t })
-            }
+        (text(), 0..3u8).prop_map(|(t, kinded)| match kinded {
+            1 => json!({ "kind": "text", "text": t, "metadata": { "chunkIndex": 1.0 } }),
+            // Usage is read by the lenient reader only: the fast one must leave it.
+            2 => json!({ "kind": "text", "text": t, "metadata": { "usage": { "inputTokens": 3, "outputTokens": 2 } } }),
+            _ => json!({ "text": t }),
         }),
         0..3,
     );
-    (small_id(), parts, any::<bool>(), any::<bool>(), 0..4u8, 0..3u8).prop_map(|(id, parts, append, last, shape, described)| {
+    (small_id(), parts, any::<bool>(), any::<bool>(), 0..4u8, 0..4u8).prop_map(|(id, parts, append, last, shape, described)| {
         let mut artifact = json!({ "artifactId": id, "parts": parts.clone() });
         match described {
             1 => { artifact["name"] = json!("answer"); artifact["metadata"] = json!({ "kind": "llm-text" }); }
             2 => { artifact["name"] = json!(id.clone() + "!"); artifact["description"] = json!(""); }
+            3 => artifact["metadata"] = json!({ "model": "m", "token_usage": { "prompt_tokens": 5 } }),
             _ => {}
         }
         let mut update = json!({ "taskId": "t1", "contextId": "c1", "artifact": artifact, "append": append, "lastChunk": last });

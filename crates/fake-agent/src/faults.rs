@@ -1,8 +1,8 @@
 //! Fault injection for the tests: what the agent does is chosen per
 //! request by the `X-Fake` header, which the gateway forwards like any
 //! other header: `fixed` (the default), `http500`, `fail-at-once`,
-//! `json-error`, `drop`, `stall`, `oversized`, `silent`, `burst`, `drip`
-//! and `endless`.
+//! `json-error`, `drop`, `stall`, `oversized`, `silent`, `burst`, `drip`,
+//! `endless` and `usage`.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -19,6 +19,9 @@ use crate::sse;
 /// The fixed SSE body of the `fixed` scenario: CRLF, a comment, a
 /// multi-line `data:`, an `event:` line. Passthrough must keep every byte.
 pub const FIXED_SSE: &str = ": ping - 2026-11-21 04:36:11\r\n\r\ndata: {\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{\"kind\":\"task\",\"id\":\"t1\",\"contextId\":\"c1\",\"status\":{\"state\":\"submitted\"}}}\r\n\r\ndata: {\"id\":1,\"jsonrpc\":\"2.0\",\r\ndata: \"result\":{\"kind\":\"artifact-update\",\"taskId\":\"t1\",\"contextId\":\"c1\",\"artifact\":{\"artifactId\":\"a\",\"parts\":[{\"kind\":\"text\",\"text\":\"fixed\"}]},\"lastChunk\":true}}\r\n\r\nevent: message\r\ndata: {\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{\"kind\":\"status-update\",\"taskId\":\"t1\",\"contextId\":\"c1\",\"status\":{\"state\":\"completed\"},\"final\":true}}\r\n\r\n";
+
+/// The input and output tokens the `usage` scenario reports.
+pub const USAGE: (u64, u64) = (30, 12);
 
 /// The chunks of the `burst` scenario.
 pub const BURST: usize = 200;
@@ -88,6 +91,13 @@ pub(crate) fn answer(log: &Arc<Mutex<Log>>, headers: &HeaderMap, request: &Value
             tokio::time::sleep(Duration::from_millis(2500)).await;
             ok(frame(json!({ "kind": "status-update", "taskId": "t1", "contextId": "c1", "status": { "state": "completed" }, "final": true })))
         }))),
+        // A run that reports its usage as Mastra does (input 30, output
+        // 12: 42 tokens), on the final status.
+        "usage" => {
+            let end = json!({ "kind": "status-update", "taskId": "t1", "contextId": "c1", "status": { "state": "completed" }, "final": true,
+                "metadata": { "usage": { "inputTokens": USAGE.0, "outputTokens": USAGE.1, "totalTokens": USAGE.0 + USAGE.1 } } });
+            sse::response(futures::stream::iter([ok(frame(task())), ok(frame(chunk("used"))), ok(frame(end))]))
+        }
         // 200 chunks back to back, then the end: what batching is for.
         "burst" => {
             let chunks = (1..=BURST).map(move |i| ok(frame(chunk(&format!("[{i}]")))));

@@ -39,7 +39,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::Value;
 
-pub use self::faults::{BURST, FIXED_SSE};
+pub use self::faults::{BURST, FIXED_SSE, USAGE};
 pub use self::load::LoadDefaults;
 pub use self::log::Log;
 

@@ -8,12 +8,14 @@
 //! - `tools`: tool calls and their (possibly incremental) results;
 //! - `artifacts`: per-artifact progress and what was announced about it;
 //! - `repeat`: digests of the streamed text, to drop closing repeats;
-//! - `options`: what the caller chose for the run, and how its input ended.
+//! - `options`: what the caller chose for the run, and how its input ended;
+//! - `usage`: the tokens the agent reported, for the terminal event.
 //!
 //! Whatever the input, the output obeys the client's rules: one
 //! `RUN_STARTED` first, one terminal event last, nothing for an entity that
 //! is not open, everything closed before `RUN_FINISHED`.
 
+mod acp;
 mod artifacts;
 mod block;
 mod options;
@@ -25,6 +27,7 @@ mod status;
 mod subagents;
 mod tools;
 mod ui;
+mod usage;
 mod versions;
 
 use serde_json::Value;
@@ -38,13 +41,14 @@ use self::status::Origin;
 use self::subagents::Subagents;
 use self::tools::{NewCall, Tools};
 use self::ui::Surfaces;
+use self::usage::Usage;
 use self::versions::Versions;
 use crate::codes::ErrorCode;
 use crate::digest::TextDigest;
-use crate::event::custom::{AcpStatus, Custom, DataNotice, ErrorNotice, FileNotice};
-use crate::event::{Event, Outcome, Patch, PatchOp, RunResult};
+use crate::event::custom::{Custom, DataNotice, ErrorNotice, FileNotice};
+use crate::event::{Event, Outcome, Patch, PatchOp, RunResult, TokenUsage};
 use crate::ids::{IdSource, SequentialIds};
-use crate::read::{self, AcpEvent, AcpRunIds, Block, ErrorReport, Item, Object};
+use crate::read::{self, Block, ErrorReport, Item, Object};
 use crate::state::{RunState, TaskState};
 
 /// How many artifacts, tool calls and message ids one run keeps track of.
@@ -76,6 +80,7 @@ pub struct Converter<I = SequentialIds> {
     replaying: bool,
     /// Re-attached to the task after the upstream broke (`reattach`).
     resync: Resync,
+    usage: Usage,
 }
 
 impl Converter<SequentialIds> {
@@ -93,6 +98,7 @@ impl<I: IdSource> Converter<I> {
             shared_state: shared::initial(&options),
             replaying: false,
             resync: Resync::default(),
+            usage: Usage::default(),
             options,
             ids,
             run: Lifecycle::default(),
@@ -146,6 +152,12 @@ impl<I: IdSource> Converter<I> {
     /// agent's refusal.
     pub fn reattach(&mut self) {
         self.resync.start();
+    }
+
+    /// The tokens the agent reported so far, one entry per provider and
+    /// model, in AG-UI's accounting (what the terminal event carries).
+    pub fn usage(&self) -> Vec<TokenUsage> {
+        self.usage.entries()
     }
 
     /// Items that arrived after the terminal event (a trailing Task
@@ -249,6 +261,8 @@ impl<I: IdSource> Converter<I> {
             self.release_held(out);
         }
         self.run.items_seen += 1;
+        // Before the item is converted: it may end the run.
+        self.usage.observe(&item);
         let (context, task) = item.ids();
         self.start(context, task, out);
         let delegated = self.delegated(&item);
@@ -359,14 +373,16 @@ impl<I: IdSource> Converter<I> {
                 .pending_tool_call_ids = Some(ids);
             outcome = self.run.tool_call_outcome(&self.options, &calls);
         }
-        out.extend(self.run.finished(result, outcome));
+        let usage = self.usage.for_terminal(self.options.version, out);
+        out.extend(self.run.finished(result, outcome, usage));
     }
 
     fn fail_run(&mut self, code: &str, message: String, out: &mut Vec<Event>) {
         self.close_all(out);
         self.subagents.close_all(Some(&message), out);
         self.tools.client_calls.clear();
-        out.push(self.run.failed(code, message));
+        let usage = self.usage.for_terminal(self.options.version, out);
+        out.push(self.run.failed(code, message, usage));
     }
 
     /// `STATE_DELTA` for the members the agent changed.
@@ -513,44 +529,6 @@ impl<I: IdSource> Converter<I> {
             Block::StateSnapshot(snapshot) => self.state_snapshot(snapshot, out),
             Block::StatePatch(patch) => self.state_patch(Patch::Agent(patch.to_vec()), out),
             Block::Unreadable(value) => out.push(raw(value.clone())),
-        }
-    }
-
-    // -- ACP --------------------------------------------------------------------
-
-    fn on_acp(&mut self, run: AcpRunIds<'_>, event: AcpEvent<'_>, out: &mut Vec<Event>) {
-        self.run.saw_task = true;
-        match event {
-            AcpEvent::Progress(state) => out.push(Event::Custom(Custom::AcpStatus(AcpStatus {
-                run_id: run.run_id.map(str::to_owned),
-                session_id: run.session_id.map(str::to_owned),
-                state: state.to_owned(),
-            }))),
-            AcpEvent::Finished {
-                state,
-                await_request,
-            } => {
-                let result = RunResult {
-                    run_id: run.run_id.map(str::to_owned),
-                    session_id: run.session_id.map(str::to_owned),
-                    state: Some(state),
-                    await_request: await_request.cloned(),
-                    ..RunResult::default()
-                };
-                self.finish_run(Some(result), None, out);
-            }
-            AcpEvent::Failed { code, message } => self.fail_run(&code, message, out),
-            AcpEvent::MessageBoundary => self.blocks.close_text(out),
-            AcpEvent::Part(parts) => {
-                parts.for_each_block(|_, block| self.on_block(block, Segment::acp(), None, out));
-            }
-            AcpEvent::Generic { payload, event } => {
-                let value = payload
-                    .cloned()
-                    .unwrap_or_else(|| Value::Object(event.clone()));
-                out.push(Event::Custom(Custom::AcpGeneric(value)));
-            }
-            AcpEvent::Other(whole) => out.push(raw(whole.clone())),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! stream has shown so far, and the one terminal event.
 
 use crate::convert::{AguiVersion, Options};
-use crate::event::{Event, Id, Interrupt, InterruptReason, Outcome, RunResult};
+use crate::event::{Event, Id, Interrupt, InterruptReason, Outcome, RunResult, TokenUsage};
 use crate::ids::{IdKind, IdSource};
 use crate::state::{RunState, TaskState};
 
@@ -105,6 +105,7 @@ impl Lifecycle {
         &mut self,
         result: Option<RunResult>,
         outcome: Option<Outcome>,
+        usage: Option<Vec<TokenUsage>>,
     ) -> Option<Event> {
         let (Some(thread_id), Some(run_id)) = (self.thread_id.clone(), self.run_id.clone()) else {
             return None;
@@ -115,15 +116,22 @@ impl Lifecycle {
             run_id,
             result,
             outcome,
+            usage,
         })
     }
 
     /// `RUN_ERROR`; the caller has closed everything.
-    pub(super) fn failed(&mut self, code: &str, message: String) -> Event {
+    pub(super) fn failed(
+        &mut self,
+        code: &str,
+        message: String,
+        usage: Option<Vec<TokenUsage>>,
+    ) -> Event {
         self.phase = Phase::Done;
         Event::RunError {
             message,
             code: Some(code.to_owned()),
+            usage,
         }
     }
 
@@ -168,9 +176,17 @@ impl Lifecycle {
         })
     }
 
-    /// An `interrupt` outcome for client tool calls, one entry per call
-    /// (named by the call's id), when the caller asked for interrupts.
+    /// The outcome of a run that stopped on client tool calls. For a 1.0
+    /// client, a completed run leaving them to the client (`success` with
+    /// `pendingToolCallIds`), whatever the interrupts: it is no question.
+    /// For an older client, as before 1.0: an `interrupt` outcome, one
+    /// entry per call, when the caller asked for interrupts.
     pub(super) fn tool_call_outcome(&self, options: &Options, calls: &[Id]) -> Option<Outcome> {
+        if options.version == AguiVersion::V1 {
+            return Some(Outcome::Success {
+                pending_tool_call_ids: calls.iter().map(|id| id.to_string()).collect(),
+            });
+        }
         options.interrupts.then(|| Outcome::Interrupt {
             interrupts: calls
                 .iter()

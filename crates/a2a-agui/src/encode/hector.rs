@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::event::custom::Custom;
-use crate::event::{Event, Id};
+use crate::event::{Event, Id, TokenUsage};
 use crate::state::{RunState, TaskState};
 
 /// Renders AG-UI events as the Hector seed's named events. Stateful: a
@@ -173,7 +173,8 @@ impl HectorEncoder {
             Event::Raw { event, source } => {
                 frame(out, "raw", &json!({ "event": event, "source": source }))
             }
-            Event::RunFinished { result, .. } => {
+            Event::RunFinished { result, usage, .. } => {
+                self.usage(usage.as_deref(), out)?;
                 self.message_stop(out)?;
                 if let Some(task_id) = result.as_ref().and_then(|r| r.task_id.as_deref()) {
                     self.task_id = Some(Value::from(task_id));
@@ -193,7 +194,12 @@ impl HectorEncoder {
                 }
                 frame(out, "done", &json!({}))
             }
-            Event::RunError { message, code } => {
+            Event::RunError {
+                message,
+                code,
+                usage,
+            } => {
+                self.usage(usage.as_deref(), out)?;
                 self.message_stop(out)?;
                 let mut payload = self.task_payload();
                 payload.insert("errorMessage".into(), Value::from(message.as_str()));
@@ -231,7 +237,25 @@ impl HectorEncoder {
                     .insert(error.tool_call_id.as_str().into(), error.error.clone());
                 Ok(())
             }
+            Custom::Usage(notice) => self.usage(Some(&notice.usage), out),
             other => frame(out, "custom", other),
+        }
+    }
+
+    /// The run's usage as Hector's `message_delta` (the message-level
+    /// event the seed names and never fills), before `message_stop`.
+    fn usage(
+        &mut self,
+        usage: Option<&[TokenUsage]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), serde_json::Error> {
+        match (usage, &self.message_id) {
+            (Some(usage), Some(id)) if !usage.is_empty() => frame(
+                out,
+                "message_delta",
+                &json!({ "messageId": &**id, "usage": usage }),
+            ),
+            _ => Ok(()),
         }
     }
 

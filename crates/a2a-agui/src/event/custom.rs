@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use serde_with::skip_serializing_none;
 
+use crate::event::TokenUsage;
 use crate::state::TaskState;
 
 /// A JSON object as agents send it in metadata, kept verbatim.
@@ -57,6 +58,10 @@ pub enum Custom {
     /// The multimodal-interaction extension's client commands, verbatim.
     #[serde(rename = "a2a.commands")]
     Commands(Value),
+    /// The run's token usage, for a client older than AG-UI 1.0 (1.0
+    /// clients read it on the terminal event); just before that event.
+    #[serde(rename = "a2a.usage")]
+    Usage(UsageNotice),
     /// An ACP run was created or is in progress.
     #[serde(rename = "acp.status")]
     AcpStatus(AcpStatus),
@@ -225,4 +230,11 @@ pub struct AcpStatus {
     pub session_id: Option<String>,
     /// The run's status, as ACP spells it.
     pub state: String,
+}
+
+/// `a2a.usage`: as AG-UI 1.0's `RUN_FINISHED.usage`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UsageNotice {
+    /// One entry per provider and model.
+    pub usage: Vec<TokenUsage>,
 }

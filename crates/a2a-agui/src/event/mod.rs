@@ -36,11 +36,15 @@ pub enum Event {
         run_id: Id,
         result: Option<RunResult>,
         outcome: Option<Outcome>,
+        /// 1.0 clients only; older ones get `CUSTOM a2a.usage`.
+        usage: Option<Vec<TokenUsage>>,
     },
     #[serde(rename_all = "camelCase")]
     RunError {
         message: String,
         code: Option<String>,
+        /// As on `RUN_FINISHED`: what the run used before it failed.
+        usage: Option<Vec<TokenUsage>>,
     },
     #[serde(rename_all = "camelCase")]
     TextMessageStart { message_id: Id, role: AssistantRole },
@@ -304,11 +308,19 @@ pub struct TextMetadata {
     pub a2a: RunResult,
 }
 
-/// `RUN_FINISHED.outcome`. An absent outcome means success; `cancelled`
-/// is written for 1.0 clients only (it is fatal on `@ag-ui/client` 0.0.59).
+/// `RUN_FINISHED.outcome`. An absent outcome means success; `success`
+/// with `pendingToolCallIds` and `cancelled` are written for 1.0 clients
+/// only (both are fatal on `@ag-ui/client` 0.0.59).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Outcome {
+    /// The run completed, maybe leaving calls of the client's tools for
+    /// the client to answer (AG-UI 1.0: a completed run, not a question).
+    #[serde(rename_all = "camelCase")]
+    Success {
+        /// The calls, in the order they were made.
+        pending_tool_call_ids: Vec<String>,
+    },
     /// The run stopped to ask the user something.
     Interrupt {
         /// What is asked: the waiting task, or each client tool called.
@@ -353,4 +365,46 @@ pub enum InterruptReason {
     AuthRequired,
     /// The agent called a tool the client declared.
     ToolCall,
+}
+
+/// `TokenUsage`: what one provider and model used in the run, in AG-UI's
+/// accounting. `input_tokens` includes the cached and cache-write tokens,
+/// `output_tokens` the reasoning tokens; `total_tokens` is the two summed.
+/// A count the agent did not report is absent, never zero.
+#[skip_serializing_none]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsage {
+    /// Who served the calls, as the agent named it.
+    pub provider: Option<String>,
+    /// Which model served them, as the agent named it.
+    pub model: Option<String>,
+    /// Every prompt token charged.
+    pub input_tokens: Option<u64>,
+    /// Every generated token, reasoning included.
+    pub output_tokens: Option<u64>,
+    /// `input_tokens + output_tokens`.
+    pub total_tokens: Option<u64>,
+    /// The part of `output_tokens` spent reasoning.
+    pub reasoning_tokens: Option<u64>,
+    /// The part of `input_tokens` read from a cache.
+    pub cached_input_tokens: Option<u64>,
+    /// The part of `input_tokens` written to a cache.
+    pub cache_write_input_tokens: Option<u64>,
+}
+
+impl TokenUsage {
+    /// Input plus output, summed over entries (what a budget counts).
+    pub fn total_of(entries: &[TokenUsage]) -> u64 {
+        entries
+            .iter()
+            .map(|e| {
+                e.total_tokens.unwrap_or_else(|| {
+                    e.input_tokens
+                        .unwrap_or(0)
+                        .saturating_add(e.output_tokens.unwrap_or(0))
+                })
+            })
+            .fold(0, u64::saturating_add)
+    }
 }

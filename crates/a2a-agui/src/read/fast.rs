@@ -138,7 +138,8 @@ pub(crate) struct Part<'a> {
 }
 
 /// Whether part metadata holds a key that could make the part more than
-/// plain text (`shape::is_hint_key`, with a value other than `null`).
+/// plain text (`shape::is_hint_key`, with a value other than `null`), or
+/// may hold token usage.
 #[derive(Default)]
 struct PartMetadata {
     hinted: bool,
@@ -163,8 +164,13 @@ impl<'de> Deserialize<'de> for PartMetadata {
                     // A borrowed key allocates nothing (a key with an escape
                     // fails the parse: the lenient reader decides). A null
                     // mark is no mark, as the lenient reader reads it.
-                    let present = map.next_value::<Option<IgnoredAny>>()?.is_some();
-                    hinted |= present && super::shape::is_hint_key(key);
+                    // Usage is read from metadata by the lenient reader.
+                    let value = map.next_value::<Option<&'de RawValue>>()?;
+                    hinted |= value.is_some_and(|raw| {
+                        super::shape::is_hint_key(key)
+                            || super::usage::may_hold_usage(key)
+                            || super::usage::may_hold_usage(raw.get())
+                    });
                 }
                 Ok(PartMetadata { hinted })
             }
@@ -242,6 +248,9 @@ pub(crate) fn read(json: &str) -> Option<FastItem<'_>> {
             && node.metadata.is_none_or(|m| m.get() == "{}")
             && artifact.append.is_none()
             && artifact.last_chunk.is_none()
+            && artifact
+                .metadata
+                .is_none_or(|m| !super::usage::may_hold_usage(m.get()))
             && artifact.parts.iter().all(Part::is_plain_text)
     } else {
         matches!(node.kind, None | Some("message"))

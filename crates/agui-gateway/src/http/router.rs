@@ -434,6 +434,7 @@ async fn convert(
         format: output_format(parts.uri.query(), agent.config.format),
         on_end: None,
         on_delivered: None,
+        on_usage: None,
         access: AccessNote::noted(&parts.extensions, agent.name(), Mode::Converted),
         tap: false,
     };

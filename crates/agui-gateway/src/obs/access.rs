@@ -42,6 +42,8 @@ struct Fields {
     agent: Option<String>,
     mode: Option<Mode>,
     error: Option<String>,
+    /// Input and output tokens the run used, when the agent said.
+    tokens: Option<(u64, u64)>,
 }
 
 impl AccessNote {
@@ -64,6 +66,13 @@ impl AccessNote {
         self.0
             .events
             .fetch_add(u64::try_from(count).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// The run used these tokens (AG-UI's accounting).
+    pub fn tokens(&self, input: u64, output: u64) {
+        if let Ok(mut fields) = self.0.fields.lock() {
+            fields.tokens = Some((input, output));
+        }
     }
 
     /// The run ended in `RUN_ERROR` with this code.
@@ -123,14 +132,16 @@ struct Line {
 impl Line {
     fn write(self, end: End) {
         let events = self.note.0.events.load(Ordering::Relaxed);
-        let (agent, mode, error) = match self.note.0.fields.lock() {
+        let (agent, mode, error, tokens) = match self.note.0.fields.lock() {
             Ok(mut fields) => (
                 fields.agent.take(),
                 fields.mode.map(Mode::as_str),
                 fields.error.take(),
+                fields.tokens,
             ),
-            Err(_) => (None, None, None),
+            Err(_) => (None, None, None, None),
         };
+        let count = |n: Option<u64>| n.map_or_else(|| "-".to_owned(), |n| n.to_string());
         tracing::info!(
             target: "agui_gateway::access",
             method = %self.method,
@@ -140,6 +151,8 @@ impl Line {
             mode = mode.unwrap_or("-"),
             events,
             run_error = error.as_deref().unwrap_or("-"),
+            input_tokens = %count(tokens.map(|t| t.0)),
+            output_tokens = %count(tokens.map(|t| t.1)),
             bytes = self.bytes,
             duration_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
             end = end.as_str(),

@@ -33,6 +33,10 @@ pub const NO_AGENT: &str = "";
 
 /// What an error code that cannot be a label becomes.
 const OTHER_CODE: &str = "other";
+/// How many model names label token counts; the agent names them, so
+/// past this (or for a name that is long or odd) the label is `other`.
+const MAX_MODELS: usize = 64;
+const MAX_MODEL_LEN: usize = 64;
 
 /// The longest error code kept as it is.
 const MAX_CODE_LEN: usize = 64;
@@ -102,6 +106,8 @@ pub struct Metrics {
     events: IntCounterVec,
     errors: IntCounterVec,
     error_codes: Mutex<BTreeSet<String>>,
+    tokens: IntCounterVec,
+    models: Mutex<BTreeSet<String>>,
     requests: IntCounterVec,
     upstream_latency: HistogramVec,
     stream_duration: HistogramVec,
@@ -256,6 +262,13 @@ impl Metrics {
                 &["agent", "kind"],
             ),
             error_codes: Mutex::new(BTreeSet::new()),
+            tokens: counter_vec(
+                r,
+                "agui_gateway_tokens_total",
+                "Tokens the agents reported using, in AG-UI's accounting: reasoning is part of output, cached and cache-write input part of input.",
+                &["agent", "model", "kind"],
+            ),
+            models: Mutex::new(BTreeSet::new()),
             requests: counter_vec(
                 r,
                 "agui_gateway_requests_total",
@@ -430,6 +443,45 @@ impl Metrics {
             });
         let code = if known { code } else { OTHER_CODE };
         self.errors.with_label_values(&[agent, code]).inc();
+    }
+
+    /// A run's usage, per model and kind of token.
+    pub fn count_tokens(&self, agent: &str, usage: &[a2a_agui::TokenUsage]) {
+        for entry in usage {
+            let model = self.model_label(entry.model.as_deref());
+            let kinds = [
+                ("input", entry.input_tokens),
+                ("output", entry.output_tokens),
+                ("reasoning", entry.reasoning_tokens),
+                ("cached_input", entry.cached_input_tokens),
+                ("cache_write_input", entry.cache_write_input_tokens),
+            ];
+            for (kind, count) in kinds {
+                if let Some(count) = count.filter(|c| *c > 0) {
+                    self.tokens
+                        .with_label_values(&[agent, model, kind])
+                        .inc_by(count);
+                }
+            }
+        }
+    }
+
+    /// A model name as a label: `unknown` when none was reported, `other`
+    /// when it is long, holds anything unusual, or is one too many.
+    fn model_label<'a>(&self, model: Option<&'a str>) -> &'a str {
+        let Some(model) = model else {
+            return "unknown";
+        };
+        let plain = model.len() <= MAX_MODEL_LEN
+            && model
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.:/@".contains(&b));
+        let known = plain
+            && self.models.lock().is_ok_and(|mut models| {
+                models.contains(model)
+                    || (models.len() < MAX_MODELS && models.insert(model.to_owned()))
+            });
+        if known { model } else { OTHER_CODE }
     }
 
     pub fn count_request(&self, agent: &str, mode: Mode) {

@@ -130,6 +130,17 @@ impl CallSpan {
         }
     }
 
+    /// What the run used, as OpenTelemetry's GenAI conventions name it.
+    pub fn usage(&self, input: u64, output: u64) {
+        if let Some(cx) = &self.0 {
+            let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+            cx.span().set_attributes([
+                KeyValue::new("gen_ai.usage.input_tokens", count(input)),
+                KeyValue::new("gen_ai.usage.output_tokens", count(output)),
+            ]);
+        }
+    }
+
     /// The agent answered `status` (a failure unless 2xx).
     pub fn answered(&self, status: StatusCode) {
         if let Some(cx) = &self.0 {

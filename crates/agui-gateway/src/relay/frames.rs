@@ -41,10 +41,17 @@ impl RelayState {
                 shared.note_task(task);
             }
         }
+        // The run's usage is read once, when its terminal event is out.
+        let usage = if converter.is_finished() {
+            converter.usage()
+        } else {
+            Vec::new()
+        };
         let progress = Progress {
             agent: self.run.agent.name(),
             task: converter.task_id(),
             delivered: converter.task_id().is_some() || converter.context_id().is_some(),
+            usage: &usage,
         };
         self.observer.converted(self.stream.last_events(), progress);
     }

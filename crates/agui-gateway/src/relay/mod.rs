@@ -48,6 +48,9 @@ use crate::upstream::{Agent, TaskCall, UpstreamBody, UpstreamError};
 /// Called once with the terminal event and the run's A2A task id.
 pub type OnEnd = Box<dyn FnOnce(&Event, Option<&str>) + Send>;
 
+/// Called once with the run's total tokens.
+pub type OnUsage = Box<dyn FnOnce(u64) + Send>;
+
 /// What a converted stream makes of the upstream's answer.
 pub struct Conversion {
     pub options: Options,
@@ -57,6 +60,9 @@ pub struct Conversion {
     /// Called once the agent took the call's input: it named a task or a
     /// context (an error answer names neither).
     pub on_delivered: Option<Box<dyn FnOnce() + Send>>,
+    /// Called once when the run ends, with its `totalTokens` (input plus
+    /// output), when the agent reported usage: what a budget counts.
+    pub on_usage: Option<OnUsage>,
     /// The request's access-log notes (events, the `RUN_ERROR` code).
     pub access: Option<AccessNote>,
     /// Write each upstream event too (`event: a2a`), for the inspector.
@@ -296,6 +302,7 @@ impl RelayState {
                 run.conversion.access.take(),
                 run.conversion.on_end.take(),
                 run.conversion.on_delivered.take(),
+                run.conversion.on_usage.take(),
             ),
             run,
             stream,

@@ -1,15 +1,16 @@
 //! The one place a converted stream's side effects happen. After each
 //! converter call, `RunObserver::converted` sees the events it wrote, once:
 //! they are counted (metrics), noted (the access log: events, the
-//! `RUN_ERROR` code), end the call's span as failed when the run fails, and
-//! tell the caller (the input was delivered; the run ended). Nothing else in
-//! the relay counts, logs or calls back per event.
+//! `RUN_ERROR` code, the tokens used), end the call's span as failed when
+//! the run fails, and tell the caller (the input was delivered; the run
+//! ended; what it used). Nothing else in the relay counts, logs or calls
+//! back per event.
 
 use std::sync::Arc;
 
-use a2a_agui::{ErrorCode, Event};
+use a2a_agui::{ErrorCode, Event, TokenUsage};
 
-use super::OnEnd;
+use super::{OnEnd, OnUsage};
 use crate::obs::access::AccessNote;
 use crate::obs::metrics::{ActiveStream, Metrics, bounded_code};
 use crate::obs::telemetry::CallSpan;
@@ -18,6 +19,7 @@ pub(super) struct RunObserver {
     access: Option<AccessNote>,
     on_end: Option<OnEnd>,
     on_delivered: Option<Box<dyn FnOnce() + Send>>,
+    on_usage: Option<OnUsage>,
     /// The stream's counters, resolved once: an event is one atomic add.
     active: ActiveStream,
     metrics: Arc<Metrics>,
@@ -35,6 +37,8 @@ pub(super) struct Progress<'a> {
     /// The agent named a task or a context: it took the call's input (an
     /// error answer names neither).
     pub(super) delivered: bool,
+    /// The run's token usage, once it ended (else empty).
+    pub(super) usage: &'a [TokenUsage],
 }
 
 impl RunObserver {
@@ -44,6 +48,7 @@ impl RunObserver {
         access: Option<AccessNote>,
         on_end: Option<OnEnd>,
         on_delivered: Option<Box<dyn FnOnce() + Send>>,
+        on_usage: Option<OnUsage>,
     ) -> RunObserver {
         RunObserver {
             active: metrics.stream_started(agent),
@@ -51,6 +56,7 @@ impl RunObserver {
             access,
             on_end,
             on_delivered,
+            on_usage,
             call_span: CallSpan::default(),
             finished: false,
         }
@@ -85,9 +91,30 @@ impl RunObserver {
                     note.run_error(code);
                 }
             }
+            self.used(progress.agent, progress.usage);
             if let Some(on_end) = self.on_end.take() {
                 on_end(event, progress.task);
             }
+        }
+    }
+
+    /// The run's usage, once it ended: counted, noted in the access log
+    /// and on the call's span, and charged to the caller.
+    fn used(&mut self, agent: &str, usage: &[TokenUsage]) {
+        if usage.is_empty() {
+            return;
+        }
+        self.metrics.count_tokens(agent, usage);
+        let sum = |f: fn(&TokenUsage) -> Option<u64>| {
+            usage.iter().filter_map(f).fold(0u64, u64::saturating_add)
+        };
+        let (input, output) = (sum(|u| u.input_tokens), sum(|u| u.output_tokens));
+        self.call_span.usage(input, output);
+        if let Some(note) = &self.access {
+            note.tokens(input, output);
+        }
+        if let Some(on_usage) = self.on_usage.take() {
+            on_usage(TokenUsage::total_of(usage));
         }
     }
 }

@@ -155,6 +155,7 @@ async fn rebuild(
             format,
             on_end: None,
             on_delivered: None,
+            on_usage: None,
             access: None,
             // An inspector run taken over goes on without its tap: the
             // page reads AG-UI events alone after a reconnect.

@@ -52,6 +52,7 @@ mod support;
 mod telemetry;
 mod upstream_auth;
 mod upstream_tls;
+mod usage_in_process;
 
 use serde_json::{Value, json};
 use support::*;

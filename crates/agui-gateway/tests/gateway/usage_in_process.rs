@@ -1,0 +1,110 @@
+//! A run's token usage through the gateway, in process (issue 40): the
+//! fake agent reports it (`X-Fake: usage`, Mastra's shape on the final
+//! status); a 1.0 client finds it on `RUN_FINISHED`, an older one in
+//! `CUSTOM a2a.usage`, and `agui_gateway_tokens_total` counts it.
+
+use std::sync::Arc;
+
+use a2a_fake_agent::{Agent, Behaviour, USAGE};
+use agui_gateway::config::{AgentConfig, Config};
+use agui_gateway::http::router::router;
+use agui_gateway::state::{AppState, Shutdown};
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use crate::support::{agui_events, assert_valid_run};
+
+async fn gateway_before(fake: &Agent) -> Arc<AppState> {
+    let upstream = url::Url::parse(&fake.url()).expect("the fake's URL");
+    let config = Config::single(
+        ([127, 0, 0, 1], 8080).into(),
+        AgentConfig::new("default", upstream),
+    );
+    Arc::new(AppState::new(config, Shutdown::default()).expect("the gateway's state"))
+}
+
+/// One `/agui` run with `X-Fake: scenario`; `protocol_version` as the
+/// client sends it (none before 1.0).
+async fn agui_run(
+    state: &Arc<AppState>,
+    scenario: &str,
+    protocol_version: Option<&str>,
+) -> Vec<Value> {
+    let mut input = json!({
+        "threadId": format!("thread-{scenario}-{protocol_version:?}"), "runId": "run-usage", "state": {}, "tools": [], "context": [],
+        "forwardedProps": {}, "messages": [{ "id": "u1", "role": "user", "content": "how much?" }],
+    });
+    if let Some(version) = protocol_version {
+        input["protocolVersion"] = json!(version);
+    }
+    let request = Request::post("/agui")
+        .header("content-type", "application/json")
+        .header("x-fake", scenario)
+        .body(Body::from(input.to_string()))
+        .expect("a request");
+    let response = router(state.clone())
+        .oneshot(request)
+        .await
+        .expect("an answer");
+    let status = response.status();
+    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .expect("the stream");
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    agui_events(std::str::from_utf8(&body).expect("UTF-8"))
+}
+
+/// The value of one `agui_gateway_tokens_total` series, 0 when absent.
+fn tokens(state: &AppState, kind: &str) -> u64 {
+    let text = state.metrics.render(None, &[]);
+    text.lines()
+        .filter(|l| l.starts_with("agui_gateway_tokens_total{"))
+        .filter(|l| l.contains("agent=\"default\"") && l.contains(&format!("kind=\"{kind}\"")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[tokio::test]
+async fn usage_reaches_each_client_as_it_reads_it_and_is_counted_once_per_run() {
+    let fake = Agent::start(Behaviour::Faults, 0).await.expect("the fake");
+    let state = gateway_before(&fake).await;
+    let expected = json!([{ "inputTokens": USAGE.0, "outputTokens": USAGE.1, "totalTokens": USAGE.0 + USAGE.1 }]);
+
+    let v1 = agui_run(&state, "usage", Some("1.0")).await;
+    let last = assert_valid_run(&v1);
+    assert_eq!(last["type"], "RUN_FINISHED");
+    assert_eq!(last["usage"], expected, "{v1:?}");
+    assert!(
+        !v1.iter().any(|e| e["name"] == "a2a.usage"),
+        "1.0 reads it on RUN_FINISHED only"
+    );
+    assert_eq!((tokens(&state, "input"), tokens(&state, "output")), USAGE);
+
+    let legacy = agui_run(&state, "usage", None).await;
+    let last = assert_valid_run(&legacy);
+    assert!(last.get("usage").is_none(), "{last}");
+    let before = &legacy[legacy.len() - 2];
+    assert_eq!(before["type"], "CUSTOM");
+    assert_eq!(before["name"], "a2a.usage");
+    assert_eq!(before["value"]["usage"], expected);
+    assert_eq!(
+        (tokens(&state, "input"), tokens(&state, "output")),
+        (2 * USAGE.0, 2 * USAGE.1)
+    );
+
+    // A run without usage carries none and counts nothing.
+    let plain = agui_run(&state, "fixed", Some("1.0")).await;
+    assert!(assert_valid_run(&plain).get("usage").is_none());
+    assert!(!plain.iter().any(|e| e["name"] == "a2a.usage"));
+    assert_eq!(
+        (tokens(&state, "input"), tokens(&state, "output")),
+        (2 * USAGE.0, 2 * USAGE.1)
+    );
+    let rendered = state.metrics.render(None, &[]);
+    assert!(
+        rendered.contains("model=\"unknown\""),
+        "a run whose agent named no model: {rendered}"
+    );
+}
