@@ -47,9 +47,6 @@ pub struct AppState {
 
 pub type AppHandle = Arc<AppState>;
 
-/// Counts a finished run's tokens against its caller's budget.
-pub type Charger = Box<dyn FnOnce(u64) + Send>;
-
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("gateway could not build its HTTP client: {0}")]
@@ -202,7 +199,7 @@ impl AppState {
     /// ends (`relay::Conversion::on_usage`); `None` without budgets. In
     /// Redis the charge is written after the run, and one Redis did not
     /// take is lost (logged, counted).
-    pub fn charger(self: &Arc<Self>, caller: &CallerDigest) -> Option<Charger> {
+    pub fn charger(self: &Arc<Self>, caller: &CallerDigest) -> Option<Box<dyn FnOnce(u64) + Send>> {
         let budgets = self.budgets.as_ref()?;
         let tag = caller.budget_tag();
         if !budgets.is_shared() {

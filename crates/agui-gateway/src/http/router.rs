@@ -434,7 +434,7 @@ async fn convert(
         format: output_format(parts.uri.query(), agent.config.format),
         on_end: None,
         on_delivered: None,
-        on_usage: None,
+        on_usage: state.charger(&run_by.caller),
         access: AccessNote::noted(&parts.extensions, agent.name(), Mode::Converted),
         tap: false,
     };
