@@ -2,7 +2,7 @@
 //! is (forwarding headers believed from trusted proxies only), its
 //! credential and its rate. Which agent a caller may use is checked where
 //! the agent is known (`allowed`), with the name decoded as the router
-//! decodes it.
+//! decodes it; a caller's token budget where a run would start (`budget`).
 
 use std::net::{Ipv4Addr, SocketAddr};
 
