@@ -147,6 +147,9 @@ error_codes! {
     AuthForbidden = "AUTH_FORBIDDEN", Client;
     /// The caller's rate limit is used up; `Retry-After` says when to retry.
     RateLimited = "RATE_LIMITED", Client;
+    /// The caller's runs spent its token budget for the window
+    /// (`token_budget`); `Retry-After` says when the window turns.
+    TokenBudgetExceeded = "TOKEN_BUDGET_EXCEEDED", Client;
     /// The request body exceeds `max_request_bytes`.
     RequestTooLarge = "REQUEST_TOO_LARGE", Client;
     /// No agent has the name in the path.

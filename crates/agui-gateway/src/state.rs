@@ -7,15 +7,18 @@ use std::sync::{Arc, Mutex};
 use a2a_agui::{ErrorCode, MAX_ID_BYTES};
 use agui_edge::auth::{AuthSetupError, Authenticator, FetchLimits};
 use agui_edge::ratelimit::RateLimiter;
+use agui_journal::budget::Budgets;
 use agui_journal::redis::RedisJournal;
 use agui_journal::replays::Replays;
-use agui_journal::{MemoryJournal, ThreadRef};
+use agui_journal::{CallerDigest, MemoryJournal, ThreadRef, unix_ms};
+use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::obs::metrics::Metrics;
-use crate::upstream::Agent;
+use crate::upstream::capabilities::Fronted;
+use crate::upstream::{Agent, CardInfo};
 
 pub struct AppState {
     /// One permit per open stream, held by the stream's body.
@@ -38,6 +41,8 @@ pub struct AppState {
     pub card_signer: Option<crate::signing::Signer>,
     /// Thread replays being read, shared and bounded.
     pub replays: Replays,
+    /// Each caller's token budget (`None` without `token_budget`).
+    pub budgets: Option<Budgets>,
 }
 
 pub type AppHandle = Arc<AppState>;
@@ -81,7 +86,9 @@ impl AppState {
                 url: redacted(url),
                 message: err.to_string(),
             })?;
-            state.redis = Some(Arc::new(journal));
+            let journal = Arc::new(journal);
+            state.budgets = state.budgets.take().map(|b| b.shared_by(journal.clone()));
+            state.redis = Some(journal);
         }
         Ok(state)
     }
@@ -115,6 +122,10 @@ impl AppState {
             .backend
             .is_on()
             .then(|| MemoryJournal::new(config.journal.limits));
+        let config_budget = (
+            config.limits.token_budget,
+            config.limits.token_budget_window,
+        );
         let metrics = Metrics::default();
         for (name, agent) in &agents {
             metrics.register_agent(name);
@@ -141,6 +152,7 @@ impl AppState {
             redis: None,
             card_signer: keys.signer,
             replays: Replays::default(),
+            budgets: (config_budget.0 > 0).then(|| Budgets::new(config_budget.0, config_budget.1)),
         })
     }
 
@@ -171,6 +183,50 @@ impl AppState {
             .limits
             .max_streams
             .saturating_sub(self.streams.available_permits())
+    }
+
+    /// `agent`'s AG-UI capabilities as this gateway fronts it, once its
+    /// card is known (`card`: the one the caller read).
+    pub fn capabilities(&self, agent: &Agent, card: Option<&CardInfo>) -> Option<Value> {
+        let fronted = Fronted {
+            interrupts: agent.config.interrupts,
+            resumable: self.journal.is_some(),
+        };
+        Some(card?.capabilities(fronted).clone())
+    }
+
+    /// What counts a run's tokens against `caller`'s budget when the run
+    /// ends (`relay::Conversion::on_usage`); `None` without budgets. In
+    /// Redis the charge is written after the run, and one Redis did not
+    /// take is lost (logged, counted).
+    pub fn charger(self: &Arc<Self>, caller: &CallerDigest) -> Option<Box<dyn FnOnce(u64) + Send>> {
+        let budgets = self.budgets.as_ref()?;
+        let tag = caller.budget_tag();
+        if !budgets.is_shared() {
+            let state = self.clone();
+            return Some(Box::new(move |tokens| {
+                if let Some(budgets) = &state.budgets {
+                    budgets.charge_here(&tag, tokens, unix_ms() / 1000);
+                }
+            }));
+        }
+        let state = self.clone();
+        Some(Box::new(move |tokens| {
+            let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                return;
+            };
+            runtime.spawn(async move {
+                let Some(budgets) = &state.budgets else {
+                    return;
+                };
+                if let Err(err) = budgets.charge(&tag, tokens, unix_ms() / 1000).await {
+                    tracing::warn!(
+                        "{tokens} tokens of a run were not counted in its caller's budget: {err}"
+                    );
+                    state.metrics.count_budget_error("charge");
+                }
+            });
+        }))
     }
 
     pub fn named(&self, name: &str) -> Result<Arc<Agent>, NoAgent> {

@@ -83,6 +83,12 @@ impl CallerDigest {
     pub fn is_anonymous(&self) -> bool {
         self.anonymous
     }
+
+    /// Whose token budget a run counts against (`budget`): a digest of
+    /// the digest, 128 bits in hex, the same on every replica.
+    pub fn budget_tag(&self) -> String {
+        hex(&digest(&[b"budget", &self.digest]))[..32].to_owned()
+    }
 }
 
 /// Who started a run and with what request: a reconnect must repeat both.

@@ -14,10 +14,13 @@
 //! - A thread's replay, built from its runs, is held once for all who read
 //!   it (`replays`).
 //!
+//! - Token budgets per caller are counted beside the runs (`budget`).
+//!
 //! The journal knows runs, threads and callers, not HTTP: a refusal is a
 //! `ResumeError`, which the gateway answers as it sees fit.
 #![forbid(unsafe_code)]
 
+pub mod budget;
 mod config;
 mod error;
 mod follow;

@@ -164,7 +164,7 @@ pub async fn run(state: AppHandle, agent: Arc<Agent>, call: RunCall) -> Result<R
         on_end: Some(Box::new(on_end)),
         access,
         on_delivered: Some(Box::new(on_delivered)),
-        on_usage: None,
+        on_usage: state.charger(&run_by.caller),
         tap,
     };
     // The run is the answer to the send, or, when the client only

@@ -121,6 +121,12 @@ pub struct ServeArgs {
     /// Converted streams open at once; past it, new ones get a 503.
     #[arg(long, env = "AGUI_GATEWAY_MAX_STREAMS", value_parser = at_least_one)]
     pub max_streams: Option<usize>,
+    /// Tokens (input plus output) a caller's runs may spend per window; past it, 429 TOKEN_BUDGET_EXCEEDED [default: 0, off].
+    #[arg(long, env = "AGUI_GATEWAY_TOKEN_BUDGET")]
+    pub token_budget: Option<u64>,
+    /// Seconds of the token budget's fixed window [default: 86400].
+    #[arg(long, env = "AGUI_GATEWAY_TOKEN_BUDGET_WINDOW_SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub token_budget_window_secs: Option<u64>,
     /// Where converted runs are journaled for reconnects: memory, off or redis://HOST[:PORT][/DB] [default: memory].
     #[arg(long, env = "AGUI_GATEWAY_JOURNAL")]
     pub journal: Option<String>,
@@ -329,6 +335,12 @@ impl ServeArgs {
         }
         if let Some(streams) = args.max_streams {
             config.limits.max_streams = streams;
+        }
+        if let Some(tokens) = args.token_budget {
+            config.limits.token_budget = tokens;
+        }
+        if let Some(secs) = args.token_budget_window_secs {
+            config.limits.token_budget_window = Duration::from_secs(secs);
         }
         if args.public_url.is_some() {
             config.public_url = args.public_url;
@@ -557,6 +569,7 @@ mod tests {
             "--write-timeout-secs",
             "--rate-limit-per-second",
             "--workers",
+            "--token-budget-window-secs",
         ] {
             let refused = config(&["--upstream", "http://127.0.0.1:9/", flag, "0"]).unwrap_err();
             assert!(refused.contains(flag), "{flag}: {refused}");
@@ -570,6 +583,12 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(config.shutdown_grace, Duration::ZERO);
+        let budget = |tokens: &str| {
+            from_args(&["--upstream", "http://a/", "--token-budget", tokens])
+                .map(|config| config.limits.token_budget)
+        };
+        assert_eq!((budget("0"), budget("50")), (Ok(0), Ok(50)));
+        assert!(budget("lots").unwrap_err().contains("--token-budget"));
     }
 
     #[test]

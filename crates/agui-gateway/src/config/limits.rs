@@ -65,6 +65,16 @@ pub(super) fn limits_config(
             "max_card_bytes",
             defaults.max_card_bytes,
         )?,
+        // 0 is "off", not a budget nobody could run under.
+        token_budget: limits
+            .token_budget
+            .as_ref()
+            .map_or(defaults.token_budget, |v| *v.get_ref()),
+        token_budget_window: secs(
+            &limits.token_budget_window_secs,
+            "token_budget_window_secs",
+            defaults.token_budget_window,
+        )?,
     };
     Ok(limits)
 }

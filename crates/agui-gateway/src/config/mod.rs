@@ -33,6 +33,8 @@
 //! journal_max_bytes = 67108864
 //! journal_ttl_secs = 300
 //! journal_thread_ttl_secs = 604800
+//! token_budget = 0                            # tokens per caller and window; 0: off
+//! token_budget_window_secs = 86400
 //!
 //! [cors]                                      # browser access; off without origins
 //! allow_origins = ["https://app.example.com", "https://*.example.com", "http://localhost:*"]
@@ -237,6 +239,11 @@ pub struct Limits {
     pub card_timeout: Duration,
     /// The largest agent card (or JWKS) read.
     pub max_card_bytes: usize,
+    /// Tokens (input plus output) a caller's runs may spend per window;
+    /// 0: no budget.
+    pub token_budget: u64,
+    /// The budget's fixed window.
+    pub token_budget_window: Duration,
 }
 
 impl Default for Limits {
@@ -251,6 +258,8 @@ impl Default for Limits {
             write_timeout: Duration::from_secs(60),
             card_timeout: Duration::from_secs(10),
             max_card_bytes: 1 << 20,
+            token_budget: 0,
+            token_budget_window: Duration::from_secs(86_400),
         }
     }
 }
@@ -566,5 +575,38 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("exactly one of"), "{err}");
+    }
+
+    #[test]
+    fn a_token_budget_is_off_at_0_and_a_bad_one_names_its_line() {
+        let agent = "[agents.a]\nupstream = \"http://x/\"\n";
+        let defaults = Config::parse("gw.toml", agent).unwrap().limits;
+        assert_eq!(
+            (defaults.token_budget, defaults.token_budget_window),
+            (0, Duration::from_secs(86_400))
+        );
+        let set = Config::parse(
+            "gw.toml",
+            &format!("[limits]\ntoken_budget = 50\ntoken_budget_window_secs = 60\n{agent}"),
+        )
+        .unwrap()
+        .limits;
+        assert_eq!(
+            (set.token_budget, set.token_budget_window),
+            (50, Duration::from_secs(60))
+        );
+        for (line, want) in [
+            ("token_budget = -1", "gw.toml:2: "),
+            ("token_budget = \"lots\"", "gw.toml:2: "),
+            (
+                "token_budget_window_secs = 0",
+                "gw.toml:2: limits.token_budget_window_secs: must be at least 1",
+            ),
+        ] {
+            let err = Config::parse("gw.toml", &format!("[limits]\n{line}\n{agent}"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with(want), "{line}: {err}");
+        }
     }
 }

@@ -54,6 +54,8 @@ pub(super) struct FileLimits {
     pub(super) journal_max_bytes: Option<Spanned<usize>>,
     pub(super) journal_ttl_secs: Option<Spanned<u64>>,
     pub(super) journal_thread_ttl_secs: Option<Spanned<u64>>,
+    pub(super) token_budget: Option<Spanned<u64>>,
+    pub(super) token_budget_window_secs: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -36,6 +36,7 @@ pub async fn agui_input(
     if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
         return Ok(resumed);
     }
+    gate::budget(&state, &agent, &run_by.caller).await?;
     let call = agui::RunCall {
         headers: forwarded,
         run_by,

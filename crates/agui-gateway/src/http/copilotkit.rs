@@ -370,10 +370,13 @@ async fn info(state: &AppHandle, parts: &Parts, single: bool) -> Response {
             .as_ref()
             .and_then(|c| c.card["description"].as_str().map(str::to_owned))
             .unwrap_or_default();
-        agents.insert(
-            name.clone(),
-            json!({ "name": name, "className": "A2AAgent", "description": description }),
-        );
+        let mut entry =
+            json!({ "name": name, "className": "A2AAgent", "description": description });
+        // Where CopilotKit's runtime puts an agent's `getCapabilities()`.
+        if let Some(capabilities) = state.capabilities(agent, card.as_deref()) {
+            entry["capabilities"] = capabilities;
+        }
+        agents.insert(name.clone(), entry);
     }
     // `inspect` would have the UI ask for a thread's events and state too;
     // a caller with no identity gets no thread list (`resume::threads`).

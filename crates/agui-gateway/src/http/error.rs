@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::agui::{IdTooLong, InputError, RunError};
 use agui_journal::ResumeError;
+use agui_journal::budget::Exceeded;
 use agui_journal::replays::Refused;
 
 use crate::resume::ResumeRefused;
@@ -90,6 +91,19 @@ impl From<RunError> for ApiError {
             RunError::Input(err) => err.into(),
             RunError::Busy(full) => full.into(),
         }
+    }
+}
+
+/// A caller past its token budget: 429 until its window turns.
+impl From<Exceeded> for ApiError {
+    fn from(exceeded: Exceeded) -> ApiError {
+        let retry_after = HeaderValue::from(exceeded.retry_after_secs);
+        ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::TokenBudgetExceeded,
+            exceeded.to_string(),
+        )
+        .with_header(header::RETRY_AFTER, retry_after)
     }
 }
 

@@ -2,7 +2,7 @@
 //! is (forwarding headers believed from trusted proxies only), its
 //! credential and its rate. Which agent a caller may use is checked where
 //! the agent is known (`allowed`), with the name decoded as the router
-//! decodes it.
+//! decodes it; a caller's token budget where a run would start (`budget`).
 
 use std::net::{Ipv4Addr, SocketAddr};
 
@@ -229,6 +229,45 @@ const CREDENTIAL_HEADERS: [&str; 5] = [
 pub fn caller_digest(scope: &str, headers: &HeaderMap) -> CallerDigest {
     let sent = |name| headers.get_all(name).into_iter().map(HeaderValue::as_bytes);
     CallerDigest::of(scope, CREDENTIAL_HEADERS.map(|name| (name, sent(name))))
+}
+
+/// The longest a token budget's check waits for Redis before the run goes
+/// on unchecked.
+const BUDGET_CHECK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Whether `caller` may start a run of `agent` within its token budget
+/// (`token_budget`): past it, 429 `TOKEN_BUDGET_EXCEEDED`, before any
+/// agent call. When Redis does not answer, the run goes on (logged,
+/// counted): a budget is not worth an outage.
+pub async fn budget(
+    state: &AppState,
+    agent: &Agent,
+    caller: &CallerDigest,
+) -> Result<(), ApiError> {
+    let Some(budgets) = &state.budgets else {
+        return Ok(());
+    };
+    let now = agui_journal::unix_ms() / 1000;
+    let tag = caller.budget_tag();
+    let checked = tokio::time::timeout(BUDGET_CHECK_WAIT, budgets.check(&tag, now));
+    let failure = match checked.await {
+        Ok(Ok(Ok(()))) => return Ok(()),
+        Ok(Ok(Err(exceeded))) => {
+            state.metrics.count_budget_refusal(agent.name());
+            state
+                .metrics
+                .count_error(agent.name(), ErrorCode::TokenBudgetExceeded.as_str());
+            return Err(exceeded.into());
+        }
+        Ok(Err(err)) => err.to_string(),
+        Err(_) => format!("no answer within {} s", BUDGET_CHECK_WAIT.as_secs()),
+    };
+    tracing::warn!(
+        agent = agent.name(),
+        "a run goes on without its caller's token budget checked: {failure}"
+    );
+    state.metrics.count_budget_error("check");
+    Ok(())
 }
 
 /// Whose budget a thread replay counts against: the caller, or for a

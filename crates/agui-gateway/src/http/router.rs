@@ -144,6 +144,9 @@ async fn list_agents(State(state): State<AppHandle>, request: Request) -> Respon
         if let (Value::Object(entry), Value::Object(health)) = (&mut entry, health) {
             entry.extend(health);
         }
+        if let Some(capabilities) = state.capabilities(agent, card.as_deref()) {
+            entry["capabilities"] = capabilities;
+        }
         if agent.config.card_signatures != Policy::Off {
             let verdict = card.as_ref().and_then(|c| c.signature.as_ref());
             entry["cardSignature"] = json!(verdict.map_or("unknown", Verdict::as_str));
@@ -421,6 +424,7 @@ async fn convert(
     if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
         return Ok(resumed);
     }
+    gate::budget(&state, &agent, &run_by.caller).await?;
     state.metrics.count_request(agent.name(), Mode::Converted);
     let conversion = Conversion {
         options: Options {
@@ -430,7 +434,7 @@ async fn convert(
         format: output_format(parts.uri.query(), agent.config.format),
         on_end: None,
         on_delivered: None,
-        on_usage: None,
+        on_usage: state.charger(&run_by.caller),
         access: AccessNote::noted(&parts.extensions, agent.name(), Mode::Converted),
         tap: false,
     };

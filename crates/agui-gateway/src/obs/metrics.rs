@@ -120,6 +120,8 @@ pub struct Metrics {
     journal_bytes: IntGauge,
     token_requests: IntCounterVec,
     card_signature: IntGaugeVec,
+    budget_refusals: IntCounterVec,
+    budget_errors: IntCounterVec,
     /// Each agent's event counters, resolved once.
     streams: Mutex<HashMap<String, Arc<StreamMetrics>>>,
 }
@@ -326,6 +328,18 @@ impl Metrics {
                 "1 for what the agent card's signatures were found to be (verified, unsigned, invalid) at the last fetch, for agents whose card_signatures is verify or require.",
                 &["agent", "result"],
             ),
+            budget_refusals: counter_vec(
+                r,
+                "agui_gateway_token_budget_refusals_total",
+                "Runs refused before any agent call because their caller's token budget was spent (429 TOKEN_BUDGET_EXCEEDED).",
+                &["agent"],
+            ),
+            budget_errors: counter_vec(
+                r,
+                "agui_gateway_token_budget_errors_total",
+                "Token budget checks (a run went on unchecked) and charges (a run's tokens were not counted) the shared journal (Redis) did not answer, by op (check, charge).",
+                &["op"],
+            ),
             streams: Mutex::new(HashMap::new()),
             registry,
         }
@@ -346,6 +360,16 @@ impl Metrics {
             ok: self.token_requests.with_label_values(&[agent, "ok"]),
             failed: self.token_requests.with_label_values(&[agent, "error"]),
         }
+    }
+
+    /// A run of `agent` was refused: its caller's token budget is spent.
+    pub fn count_budget_refusal(&self, agent: &str) {
+        self.budget_refusals.with_label_values(&[agent]).inc();
+    }
+
+    /// Redis did not answer a token budget's `op` (`check`, `charge`).
+    pub fn count_budget_error(&self, op: &'static str) {
+        self.budget_errors.with_label_values(&[op]).inc();
     }
 
     /// A run whose client went away went on, journaled, for a reconnect.

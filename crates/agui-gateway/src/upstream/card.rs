@@ -2,8 +2,8 @@
 //! the endpoint it names (on an origin the gateway may call), the cache the
 //! background refresh keeps, and what `/readyz` reports.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -13,6 +13,7 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt, TryStreamExt};
 
 use super::answer::{Answer, Growing, Unread};
+use super::capabilities::Fronted;
 use super::credentials::{Refused, TokenError};
 use super::headers::background_headers;
 use super::target::base_url;
@@ -36,6 +37,18 @@ pub struct CardInfo {
     pub fetched: Instant,
     /// Its signatures' worth, when the agent's policy checks them.
     pub signature: Option<Verdict>,
+    /// The AG-UI capabilities it gives, derived once (`capabilities`).
+    capabilities: OnceLock<Value>,
+}
+
+impl CardInfo {
+    /// The agent's AG-UI `AgentCapabilities`, derived from this card the
+    /// first time they are asked for (what the gateway adds, `fronted`,
+    /// does not change while it runs).
+    pub fn capabilities(&self, fronted: Fronted) -> &Value {
+        self.capabilities
+            .get_or_init(|| super::capabilities::derive(&self.card, fronted))
+    }
 }
 
 /// Why an agent under `card_signatures = "require"` is not called.
@@ -311,6 +324,7 @@ impl Agent {
             signature,
             card,
             fetched: Instant::now(),
+            capabilities: OnceLock::new(),
         }
     }
 

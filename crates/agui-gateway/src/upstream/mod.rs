@@ -1,6 +1,7 @@
 //! One upstream A2A agent (`Agent`: its configuration, its HTTP clients,
 //! its card) and everything about calling it:
 //! - `card`: discovery, bounded in time and size, and what `/readyz` says;
+//!   `capabilities`: the AG-UI capabilities read from it;
 //! - `route`: how it is reached (binding, address, dialect, mode), chosen
 //!   from the card's interfaces;
 //! - `call`: what the gateway asks of it (`Call`) and the layers every
@@ -19,6 +20,7 @@
 pub mod answer;
 pub mod binding;
 pub mod call;
+pub mod capabilities;
 mod card;
 pub mod credentials;
 pub mod direct;

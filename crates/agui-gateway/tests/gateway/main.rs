@@ -8,6 +8,8 @@
 mod agui_endpoint;
 mod auth;
 mod batching;
+mod budgets;
+mod capabilities;
 mod card_preference;
 mod card_signing;
 mod config;

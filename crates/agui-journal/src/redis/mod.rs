@@ -27,6 +27,9 @@
 //! - `run:{key}` also holds `input`: the run's input messages, and `stop`
 //!   once a client asked, on any replica, that the run stop.
 //!
+//! - `{budget:<caller tag>}:<window>`: the tokens a caller's runs spent
+//!   in a token budget's window (`crate::budget`).
+//!
 //! Redis holds the run's forwarded headers (the user's credentials, as
 //! the forwarding policy lets them through) for the length of the run plus
 //! `journal_ttl_secs`: the takeover needs them to call the agent.
@@ -38,6 +41,7 @@ use redis::{AsyncConnectionConfig, Client, RedisError, Value as RedisValue};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+mod budget;
 mod entries;
 mod scripts;
 mod threads;
