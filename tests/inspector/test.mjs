@@ -218,6 +218,7 @@ await scenario("the demo run renders (Weather in Tokyo?, with shared state)", as
   equal("the shared state: the snapshot, then the JSON Patch applied", JSON.parse(await text(testid("state"))), { unit: "celsius", city: "Tokyo", forecast: "sunny, 22 °C" });
   equal("the task's states", await text(testid("task-state")), "task submitted → working → completed");
   equal("the outcome", await q(testid("outcome")).getAttribute("data-state"), "completed");
+  equal("the run's token usage, from RUN_FINISHED.usage", await texts(testid("usage-entry")), ["demo-weather 120 tokens: 96 in, 24 out"]);
   equal("the data part the agent echoed is shown (collapsed)", await q(`${testid("data")} summary`).allTextContents(), ["data · client-metadata"]);
   equal("the state sent next is the state now", JSON.parse(await q("#state-input").inputValue()), { unit: "celsius", city: "Tokyo", forecast: "sunny, 22 °C" });
 });

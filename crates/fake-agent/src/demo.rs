@@ -281,9 +281,17 @@ fn answer(task: &str, context: &str, question: &str, metadata: &Value) -> Vec<Va
         events.push(json!({ "kind": "artifact-update", "taskId": task, "contextId": context, "lastChunk": true,
             "artifact": { "artifactId": "client-metadata", "parts": [{ "kind": "data", "data": { "received": metadata } }] } }));
     }
-    events.push(status("completed", None, true));
+    // What the demo's "model" used, as an AI SDK agent reports it: the
+    // gateway's accounting shows on every run.
+    let mut done = status("completed", None, true);
+    done["metadata"] = json!({ "model": "demo-weather",
+        "usage": { "inputTokens": DEMO_USAGE.0, "outputTokens": DEMO_USAGE.1, "totalTokens": DEMO_USAGE.0 + DEMO_USAGE.1 } });
+    events.push(done);
     events
 }
+
+/// The input and output tokens each weather answer reports.
+pub const DEMO_USAGE: (u64, u64) = (96, 24);
 
 /// What `message/send` returns: the finished task with its artifacts.
 fn final_task(task: &str, context: &str, events: &[Value]) -> Value {

@@ -1060,6 +1060,9 @@
         case "a2a.commands":
           this.commands(value);
           break;
+        case "a2a.usage":
+          this.usage(v.usage);
+          break;
         case "a2a.tool_error":
           this.toolView(v.toolCallId).failed(v.error);
           break;
@@ -1144,12 +1147,28 @@
       }
     }
 
+    /// The run's token usage (AG-UI 1.0's TokenUsage), one line per model.
+    usage(entries) {
+      const list = (Array.isArray(entries) ? entries : []).filter(isContainer);
+      if (!list.length) return;
+      const n = (v) => (Number.isSafeInteger(v) ? v : null);
+      const items = list.map((u) => {
+        const input = [n(u.inputTokens) ?? "?", n(u.cachedInputTokens) ? ` (${u.cachedInputTokens} cached)` : ""].join("");
+        const output = [n(u.outputTokens) ?? "?", n(u.reasoningTokens) ? ` (${u.reasoningTokens} reasoning)` : ""].join("");
+        const who = [u.provider, u.model].filter((x) => typeof x === "string" && x).join(" ") || "model not named";
+        return h("li", { "data-testid": "usage-entry", "data-total": String(n(u.totalTokens) ?? "") }, h("code", null, who), ` ${n(u.totalTokens) ?? "?"} tokens: ${input} in, ${output} out`);
+      });
+      this.add(h("div", { class: "usage", "data-testid": "usage" }, h("div", { class: "block-title" }, "Token usage"), h("ul", null, items)), "usage");
+    }
+
     finished(e) {
       this.terminal = "finished";
       this.flushCitations();
+      this.usage(e.usage);
       const result = isContainer(e.result) ? e.result : {};
       const outcome = isContainer(e.outcome) ? e.outcome : null;
-      const pending = Array.isArray(result.pendingToolCallIds) ? result.pendingToolCallIds : [];
+      const pendingIds = outcome && Array.isArray(outcome.pendingToolCallIds) ? outcome.pendingToolCallIds : result.pendingToolCallIds;
+      const pending = Array.isArray(pendingIds) ? pendingIds : [];
       const lines = [h("strong", null, "Run finished"), result.state ? h("span", null, ` · ${result.state}`) : null];
       const el = h("div", { class: "outcome", "data-testid": "outcome", "data-state": text(result.state) || "finished" }, h("div", null, lines));
       if (outcome && outcome.type === "interrupt") {
@@ -1188,6 +1207,7 @@
     failed(code, message, detail) {
       this.terminal = "error";
       this.flushCitations();
+      if (isContainer(detail)) this.usage(detail.usage);
       const label = code ? String(code) : "RUN_ERROR";
       const el = h(
         "div",
