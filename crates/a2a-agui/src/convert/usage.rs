@@ -19,7 +19,7 @@
 use crate::convert::AguiVersion;
 use crate::event::custom::{Custom, UsageNotice};
 use crate::event::{Event, TokenUsage};
-use crate::read::{Item, MAX_COUNT, Reading, item_readings};
+use crate::read::{Item, MAX_COUNT, Parts, Reading, item_readings};
 
 /// How many provider and model pairs one run keeps apart; usage of any
 /// further pair is counted under an entry that names neither.
@@ -96,7 +96,16 @@ impl Counts {
 
 impl Usage {
     /// Reads the usage an item reports, if any.
+    #[inline]
     pub(super) fn observe(&mut self, item: &Item<'_>) {
+        // The hot path: a plain chunk from the fast reader has no metadata
+        // that may hold usage.
+        if let Item::Artifact(chunk) = item
+            && chunk.event_metadata.is_none()
+            && matches!(chunk.parts, Parts::Plain(_))
+        {
+            return;
+        }
         item_readings(item, &mut |reading, summary| self.add(reading, summary));
     }
 

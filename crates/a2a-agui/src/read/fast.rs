@@ -17,6 +17,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
+use super::usage::may_hold_usage;
 use super::{ArtifactChunk, Description, Item, MessageView, Parts};
 
 // The envelope (JSON-RPC `result`, the 1.0 wrapper key) is read by a
@@ -164,18 +165,107 @@ impl<'de> Deserialize<'de> for PartMetadata {
                     // A borrowed key allocates nothing (a key with an escape
                     // fails the parse: the lenient reader decides). A null
                     // mark is no mark, as the lenient reader reads it.
-                    // Usage is read from metadata by the lenient reader.
+                    // Usage is read from metadata by the lenient reader:
+                    // flat OpenTelemetry keys, or an object under a key that
+                    // says usage, or one nested in an object.
+                    // Only an object is read again, by keys (rare here).
                     let value = map.next_value::<Option<&'de RawValue>>()?;
                     hinted |= value.is_some_and(|raw| {
                         super::shape::is_hint_key(key)
-                            || super::usage::may_hold_usage(key)
-                            || super::usage::may_hold_usage(raw.get())
+                            || key.starts_with("gen_ai.usage.")
+                            || (raw.get().starts_with('{')
+                                && (may_hold_usage(key) || Probe::holds_usage(raw.get())))
                     });
                 }
                 Ok(PartMetadata { hinted })
             }
         }
         deserializer.deserialize_map(Keys)
+    }
+}
+
+/// Reads a value without keeping it, looking at the keys of the objects
+/// in it: whether one may say usage (or the object is too deep to say);
+/// `None` for `null`.
+struct Probe {
+    depth: u8,
+}
+
+impl Probe {
+    /// Whether an object's keys, or those of the objects in it, may say
+    /// usage (or it is not JSON this reader can borrow: the lenient one
+    /// decides).
+    fn holds_usage(object: &str) -> bool {
+        use serde::de::DeserializeSeed;
+        let mut deserializer = serde_json::Deserializer::from_str(object);
+        Probe { depth: 0 }
+            .deserialize(&mut deserializer)
+            .map_or(true, |usage| usage == Some(true))
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Probe {
+    type Value = Option<bool>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Probe {
+    type Value = Option<bool>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a metadata value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Some(false))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Some(false))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Some(false))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Some(false))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Some(false))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Some(false))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut usage = self.depth >= 2;
+        while let Some(key) = map.next_key::<&'de str>()? {
+            usage |= may_hold_usage(key);
+            if self.depth >= 2 {
+                map.next_value::<IgnoredAny>()?;
+            } else {
+                let inner = map.next_value_seed(Probe {
+                    depth: self.depth + 1,
+                })?;
+                usage |= inner == Some(true);
+            }
+        }
+        Ok(Some(usage))
     }
 }
 
@@ -248,9 +338,6 @@ pub(crate) fn read(json: &str) -> Option<FastItem<'_>> {
             && node.metadata.is_none_or(|m| m.get() == "{}")
             && artifact.append.is_none()
             && artifact.last_chunk.is_none()
-            && artifact
-                .metadata
-                .is_none_or(|m| !super::usage::may_hold_usage(m.get()))
             && artifact.parts.iter().all(Part::is_plain_text)
     } else {
         matches!(node.kind, None | Some("message"))

@@ -1,6 +1,9 @@
 //! Token usage, read by shape wherever an agent puts it in metadata (of
 //! the event, the task, a message or a part), in AG-UI 1.0's accounting.
 //!
+//! Artifact metadata is not read: it describes the artifact and comes
+//! again with each of its chunks.
+//!
 //! A usage object is an object under a key that says `usage` (`usage`,
 //! `adk_usage_metadata`, `usageMetadata`, `token_usage`, Mastra's
 //! `execution.usage`, …) within three levels of the metadata, or
@@ -30,7 +33,7 @@
 use serde_json::Value;
 
 use super::json::{Object, metadata};
-use super::{Description, Item, MessageView, Parts};
+use super::{Item, MessageView, Parts};
 use crate::event::TokenUsage;
 
 /// Counts above this do not survive a round trip through a JSON number.
@@ -56,11 +59,26 @@ pub(crate) struct Reading {
 /// checks before it leaves metadata unread. An escape could spell the
 /// word, so any escape says maybe.
 pub(crate) fn may_hold_usage(raw: &str) -> bool {
-    raw.contains('\\')
-        || raw
-            .as_bytes()
-            .windows(5)
-            .any(|w| w.eq_ignore_ascii_case(b"usage"))
+    let bytes = raw.as_bytes();
+    if bytes.len() > 64 {
+        return memchr::memchr3_iter(b'u', b'U', b'\\', bytes)
+            .any(|at| bytes[at] == b'\\' || spells_sage(bytes.get(at + 1..).unwrap_or_default()));
+    }
+    // On the hot path (a plain chunk's short metadata) a byte loop costs
+    // less than setting up a vectorised search.
+    let mut rest = bytes;
+    while let Some((&first, tail)) = rest.split_first() {
+        if first == b'\\' || (first | 0x20 == b'u' && spells_sage(tail)) {
+            return true;
+        }
+        rest = tail;
+    }
+    false
+}
+
+/// `sage`, in any case, at the start of `bytes`.
+fn spells_sage(bytes: &[u8]) -> bool {
+    bytes.len() >= 4 && bytes[..4].eq_ignore_ascii_case(b"sage")
 }
 
 /// Every usage report an item carries, and whether the item sums up the
@@ -84,16 +102,8 @@ pub(crate) fn item_readings(item: &Item<'_>, f: &mut impl FnMut(Reading, bool)) 
             if let Some(meta) = &chunk.event_metadata {
                 readings(meta, &mut each);
             }
-            match &chunk.description {
-                Description::Parsed {
-                    metadata: Some(meta),
-                    ..
-                } => readings(meta, &mut each),
-                Description::Parsed { metadata: None, .. } => {}
-                // The fast reader hands on only metadata that cannot hold
-                // usage (`may_hold_usage`).
-                Description::Raw(_) => {}
-            }
+            // Not the artifact's own metadata: it describes the artifact,
+            // and is repeated with every chunk of it.
             parts_readings(chunk.parts, &mut each);
         }
         Item::ArtifactWithoutBody { .. } | Item::Error(_) | Item::Acp { .. } | Item::Unknown(_) => {
