@@ -2,7 +2,7 @@
 //! request by the `X-Fake` header, which the gateway forwards like any
 //! other header: `fixed` (the default), `http500`, `fail-at-once`,
 //! `json-error`, `drop`, `stall`, `oversized`, `silent`, `burst`, `drip`,
-//! `endless` and `usage`.
+//! `endless`, `usage` and `usage-stall`.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -97,6 +97,16 @@ pub(crate) fn answer(log: &Arc<Mutex<Log>>, headers: &HeaderMap, request: &Value
             let end = json!({ "kind": "status-update", "taskId": "t1", "contextId": "c1", "status": { "state": "completed" }, "final": true,
                 "metadata": { "usage": { "inputTokens": USAGE.0, "outputTokens": USAGE.1, "totalTokens": USAGE.0 + USAGE.1 } } });
             sse::response(futures::stream::iter([ok(frame(task())), ok(frame(chunk("used"))), ok(frame(end))]))
+        }
+        // A model call's usage mid-run (ADK's shape), then silence: what
+        // a client that leaves before the end was charged.
+        "usage-stall" => {
+            let call = json!({ "kind": "status-update", "taskId": "t1", "contextId": "c1", "status": { "state": "working" }, "final": false,
+                "metadata": { "adk_usage_metadata": { "prompt_token_count": USAGE.0, "candidates_token_count": USAGE.1 } } });
+            sse::response(futures::stream::iter([ok(frame(task())), ok(frame(call)), ok(frame(chunk("used")))]).chain(futures::stream::once(async move {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                ok(Bytes::new())
+            })))
         }
         // 200 chunks back to back, then the end: what batching is for.
         "burst" => {

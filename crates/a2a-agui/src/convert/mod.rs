@@ -262,7 +262,7 @@ impl<I: IdSource> Converter<I> {
         }
         self.run.items_seen += 1;
         // Before the item is converted: it may end the run.
-        self.usage.observe(&item);
+        self.usage.observe(&item, self.run.items_seen == 1);
         let (context, task) = item.ids();
         self.start(context, task, out);
         let delegated = self.delegated(&item);

@@ -14,15 +14,17 @@
 //!
 //! Each count of an entry is the larger of the calls' sum and the running
 //! total: a total covers the calls it sums, and calls reported beside a
-//! total are not counted twice.
+//! total are not counted twice. The task's total on the snapshot that opens
+//! a continuation is the turns before: later totals count from it.
 
 use crate::convert::AguiVersion;
 use crate::event::custom::{Custom, UsageNotice};
 use crate::event::{Event, TokenUsage};
-use crate::read::{Item, MAX_COUNT, Parts, Reading, item_readings};
+use crate::read::{Carrier, Item, MAX_COUNT, Parts, Reading, item_readings};
 
 /// How many provider and model pairs one run keeps apart; usage of any
-/// further pair is counted under an entry that names neither.
+/// further pair is counted under an entry that names neither, each report
+/// added (a repeat of the last aside).
 pub(super) const MAX_MODELS: usize = 16;
 
 #[derive(Debug, Default)]
@@ -40,6 +42,12 @@ struct Entry {
     last: Option<Counts>,
     /// The largest running total reported.
     total: Counts,
+    /// The running total before this run (a continuation's opening task).
+    before: Counts,
+    /// Takes the reports of more pairs than `MAX_MODELS`.
+    merged: bool,
+    /// The last report a merged entry took, and whose it was.
+    merged_last: Option<(Option<String>, Option<String>, Counts)>,
 }
 
 /// The counts of one report or sum; absent when never reported.
@@ -94,10 +102,19 @@ impl Counts {
     }
 }
 
+impl Entry {
+    /// The larger of the calls' sum and this run's part of the running
+    /// total.
+    fn figures(&self) -> Counts {
+        self.calls.max(self.total.minus(self.before))
+    }
+}
+
 impl Usage {
-    /// Reads the usage an item reports, if any.
+    /// Reads the usage an item reports, if any; `opening`: the run's first
+    /// item.
     #[inline]
-    pub(super) fn observe(&mut self, item: &Item<'_>) {
+    pub(super) fn observe(&mut self, item: &Item<'_>, opening: bool) {
         // The hot path: a plain chunk from the fast reader has no metadata
         // that may hold usage.
         if let Item::Artifact(chunk) = item
@@ -106,22 +123,40 @@ impl Usage {
         {
             return;
         }
-        item_readings(item, &mut |reading, summary| self.add(reading, summary));
+        item_readings(item, opening, &mut |reading, carrier| {
+            self.add(reading, carrier);
+        });
     }
 
-    fn add(&mut self, reading: Reading, summary: bool) {
+    fn add(&mut self, reading: Reading, carrier: Carrier) {
         let Reading { usage, cumulative } = reading;
         let counts = Counts::of(&usage);
-        let (entry, merged) = self.entry(usage.provider, usage.model);
-        if merged {
-            // Several models share the entry: no report repeats another.
-            entry.calls = entry.calls.plus(counts);
-            entry.last = None;
+        let pair = (usage.provider, usage.model);
+        let entry = self.entry(pair.0.clone(), pair.1.clone());
+        if entry.merged {
+            // Several pairs share the entry: each report is added, but for
+            // a pair repeating its last one.
+            let report = Some((pair.0, pair.1, counts));
+            if entry.merged_last != report {
+                entry.calls = entry.calls.plus(counts);
+                entry.merged_last = report;
+            }
             return;
         }
-        if summary || cumulative {
-            entry.total = entry.total.max(counts);
-            return;
+        match carrier {
+            Carrier::Past => {
+                entry.before = entry.before.max(counts);
+                return;
+            }
+            Carrier::Summary => {
+                entry.total = entry.total.max(counts);
+                return;
+            }
+            Carrier::Call if cumulative => {
+                entry.total = entry.total.max(counts);
+                return;
+            }
+            Carrier::Call => {}
         }
         match entry.last {
             Some(last) if last == counts => return,
@@ -133,17 +168,16 @@ impl Usage {
         entry.last = Some(counts);
     }
 
-    /// The entry of a provider and model, and whether it is the one that
-    /// takes every pair past `MAX_MODELS`.
-    fn entry(&mut self, provider: Option<String>, model: Option<String>) -> (&mut Entry, bool) {
+    /// The entry of a provider and model (past `MAX_MODELS` pairs, the
+    /// merged one).
+    fn entry(&mut self, provider: Option<String>, model: Option<String>) -> &mut Entry {
         let found = self
             .entries
             .iter()
             .position(|e| e.provider == provider && e.model == model);
-        let full = found.is_none() && self.entries.len() >= MAX_MODELS;
         let index = match found {
             Some(index) => index,
-            None if !full => {
+            None if self.entries.len() < MAX_MODELS => {
                 self.entries.push(Entry {
                     provider,
                     model,
@@ -151,22 +185,28 @@ impl Usage {
                 });
                 self.entries.len() - 1
             }
-            // Full: the nameless entry (the last place is kept for it).
-            None => match self
-                .entries
-                .iter()
-                .position(|e| e.provider.is_none() && e.model.is_none())
-            {
-                Some(index) => index,
-                None => {
-                    let last = self.entries.len() - 1;
-                    self.entries[last].provider = None;
-                    self.entries[last].model = None;
-                    last
+            // Full: the nameless entry, else the last one, loses its name
+            // and takes every further pair.
+            None => {
+                let index = self
+                    .entries
+                    .iter()
+                    .position(|e| e.provider.is_none() && e.model.is_none())
+                    .unwrap_or(self.entries.len() - 1);
+                let entry = &mut self.entries[index];
+                if !entry.merged {
+                    entry.calls = entry.figures();
+                    entry.provider = None;
+                    entry.model = None;
+                    entry.total = Counts::default();
+                    entry.before = Counts::default();
+                    entry.last = None;
+                    entry.merged = true;
                 }
-            },
+                index
+            }
         };
-        (&mut self.entries[index], full)
+        &mut self.entries[index]
     }
 
     /// The run's usage so far, one entry per provider and model, in the
@@ -175,7 +215,7 @@ impl Usage {
         self.entries
             .iter()
             .map(|entry| {
-                let c = entry.calls.max(entry.total).0;
+                let c = entry.figures().0;
                 let total = match (c[INPUT], c[OUTPUT]) {
                     (Some(i), Some(o)) => Some(i.saturating_add(o).min(MAX_COUNT)),
                     _ => c[TOTAL],
@@ -243,28 +283,28 @@ mod tests {
     #[test]
     fn calls_add_repeats_do_not_and_a_streaming_call_replaces_itself() {
         let mut usage = Usage::default();
-        usage.add(reading(100, 20, None, false), false);
-        usage.add(reading(100, 20, None, false), false); // the same report again
-        usage.add(reading(150, 5, None, false), false); // a second call
-        usage.add(reading(150, 30, None, false), false); // ... still streaming
+        usage.add(reading(100, 20, None, false), Carrier::Call);
+        usage.add(reading(100, 20, None, false), Carrier::Call); // the same report again
+        usage.add(reading(150, 5, None, false), Carrier::Call); // a second call
+        usage.add(reading(150, 30, None, false), Carrier::Call); // ... still streaming
         assert_eq!(totals(&usage), vec![(None, Some(250), Some(50))]);
     }
 
     #[test]
     fn a_running_total_covers_the_calls_it_sums() {
         let mut usage = Usage::default();
-        usage.add(reading(100, 20, Some("m"), false), false);
-        usage.add(reading(150, 30, Some("m"), false), false);
+        usage.add(reading(100, 20, Some("m"), false), Carrier::Call);
+        usage.add(reading(150, 30, Some("m"), false), Carrier::Call);
         // The run's total, on the closing Task, as some frameworks add it.
-        usage.add(reading(250, 50, Some("m"), false), true);
+        usage.add(reading(250, 50, Some("m"), false), Carrier::Summary);
         assert_eq!(
             totals(&usage),
             vec![(Some("m".into()), Some(250), Some(50))]
         );
         // Running totals repeated as the run goes: the largest stands.
         let mut running = Usage::default();
-        running.add(reading(100, 20, None, true), false);
-        running.add(reading(250, 50, None, true), false);
+        running.add(reading(100, 20, None, true), Carrier::Call);
+        running.add(reading(250, 50, None, true), Carrier::Call);
         assert_eq!(totals(&running), vec![(None, Some(250), Some(50))]);
     }
 
@@ -272,7 +312,7 @@ mod tests {
     fn models_are_kept_apart_up_to_the_bound() {
         let mut usage = Usage::default();
         for i in 0..40u64 {
-            usage.add(reading(1, 1, Some(&format!("m{i}")), false), false);
+            usage.add(reading(1, 1, Some(&format!("m{i}")), false), Carrier::Call);
         }
         let entries = usage.entries();
         assert_eq!(entries.len(), MAX_MODELS);
@@ -285,11 +325,35 @@ mod tests {
     }
 
     #[test]
+    fn a_continuation_counts_the_running_total_from_where_the_task_stood() {
+        let mut usage = Usage::default();
+        // The task's total after the turns before, on the opening snapshot.
+        usage.add(reading(300, 60, None, false), Carrier::Past);
+        assert!(usage.entries()[0].input_tokens.is_none_or(|n| n == 0));
+        usage.add(reading(420, 90, None, false), Carrier::Summary);
+        assert_eq!(totals(&usage), vec![(None, Some(120), Some(30))]);
+    }
+
+    #[test]
+    fn past_the_bound_each_report_is_added_once_and_running_totals_are_kept() {
+        let mut usage = Usage::default();
+        usage.add(reading(5, 5, None, true), Carrier::Call); // a nameless running total
+        for i in 0..20u64 {
+            usage.add(reading(1, 1, Some(&format!("m{i}")), false), Carrier::Call);
+            usage.add(reading(1, 1, Some(&format!("m{i}")), false), Carrier::Call); // repeated
+        }
+        let entries = usage.entries();
+        assert_eq!(entries.len(), MAX_MODELS);
+        // 15 named entries, the nameless one with its total and the 5 others.
+        assert_eq!(TokenUsage::total_of(&entries), 10 + 2 * 20);
+    }
+
+    #[test]
     fn only_a_1_0_client_gets_usage_on_the_terminal_event() {
         let mut usage = Usage::default();
         let mut out = Vec::new();
         assert_eq!(usage.for_terminal(AguiVersion::V1, &mut out), None);
-        usage.add(reading(3, 4, None, false), false);
+        usage.add(reading(3, 4, None, false), Carrier::Call);
         let on_event = usage.for_terminal(AguiVersion::V1, &mut out).unwrap();
         assert_eq!(on_event[0].total_tokens, Some(7));
         assert!(out.is_empty());

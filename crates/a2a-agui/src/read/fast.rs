@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
-use super::usage::may_hold_usage;
+use super::usage::may_say_usage;
 use super::{ArtifactChunk, Description, Item, MessageView, Parts};
 
 // The envelope (JSON-RPC `result`, the 1.0 wrapper key) is read by a
@@ -85,7 +85,11 @@ impl<'de> serde::de::Visitor<'de> for Level<'_, 'de> {
                 "append" => node.append = map.next_value()?,
                 "lastChunk" => node.last_chunk = map.next_value()?,
                 "parts" => node.parts = map.next_value()?,
-                "metadata" => node.metadata = map.next_value()?,
+                "metadata" => {
+                    // At two levels of the envelope: the lenient reader decides.
+                    node.lenient_only |= node.metadata.is_some();
+                    node.metadata = map.next_value()?;
+                }
                 "error" | "status" | "task" | "statusUpdate" | "type" | "content" | "result"
                 | "artifactUpdate" | "message" | "referenceTaskIds" => {
                     node.lenient_only = true;
@@ -174,7 +178,7 @@ impl<'de> Deserialize<'de> for PartMetadata {
                         super::shape::is_hint_key(key)
                             || key.starts_with("gen_ai.usage.")
                             || (raw.get().starts_with('{')
-                                && (may_hold_usage(key) || Probe::holds_usage(raw.get())))
+                                && (may_say_usage(key) || Probe::holds_usage(raw.get())))
                     });
                 }
                 Ok(PartMetadata { hinted })
@@ -255,7 +259,7 @@ impl<'de> serde::de::Visitor<'de> for Probe {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut usage = self.depth >= 2;
         while let Some(key) = map.next_key::<&'de str>()? {
-            usage |= may_hold_usage(key);
+            usage |= may_say_usage(key);
             if self.depth >= 2 {
                 map.next_value::<IgnoredAny>()?;
             } else {

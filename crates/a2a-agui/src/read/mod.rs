@@ -43,7 +43,7 @@ pub use part::{FileRef, PartBody, part_body};
 pub use polled::{PollMemo, Polled, TaskPoll};
 pub(crate) use said::one_line;
 pub(crate) use shape::event_tools;
-pub(crate) use usage::{MAX_COUNT, Reading, item_readings};
+pub(crate) use usage::{Carrier, MAX_COUNT, Reading, item_readings};
 
 use crate::event::custom::Citation;
 use crate::state::TaskState;

@@ -35,6 +35,7 @@ use serde_json::Value;
 use super::json::{Object, metadata};
 use super::{Item, MessageView, Parts};
 use crate::event::TokenUsage;
+use crate::state::TaskState;
 
 /// Counts above this do not survive a round trip through a JSON number.
 pub(crate) const MAX_COUNT: u64 = (1 << 53) - 1;
@@ -55,50 +56,72 @@ pub(crate) struct Reading {
     pub cumulative: bool,
 }
 
-/// Whether raw JSON could hold a usage object: what the fast reader
-/// checks before it leaves metadata unread. An escape could spell the
-/// word, so any escape says maybe.
-pub(crate) fn may_hold_usage(raw: &str) -> bool {
-    let bytes = raw.as_bytes();
-    if bytes.len() > 64 {
-        return memchr::memchr3_iter(b'u', b'U', b'\\', bytes)
-            .any(|at| bytes[at] == b'\\' || spells_sage(bytes.get(at + 1..).unwrap_or_default()));
-    }
-    // On the hot path (a plain chunk's short metadata) a byte loop costs
-    // less than setting up a vectorised search.
-    let mut rest = bytes;
-    while let Some((&first, tail)) = rest.split_first() {
-        if first == b'\\' || (first | 0x20 == b'u' && spells_sage(tail)) {
+/// Whether a key may say `usage` as `walk` reads keys (its ASCII letters
+/// and digits, lower-cased): what the fast reader checks before it leaves
+/// metadata unread. An escape could spell the word, so any says maybe.
+pub(crate) fn may_say_usage(key: &str) -> bool {
+    const WORD: &[u8; 5] = b"usage";
+    let mut matched = 0;
+    for &byte in key.as_bytes() {
+        if byte == b'\\' {
             return true;
         }
-        rest = tail;
+        if !byte.is_ascii_alphanumeric() {
+            continue;
+        }
+        let byte = byte.to_ascii_lowercase();
+        if byte == WORD[matched] {
+            matched += 1;
+            if matched == WORD.len() {
+                return true;
+            }
+        } else {
+            matched = usize::from(byte == WORD[0]);
+        }
     }
     false
 }
 
-/// `sage`, in any case, at the start of `bytes`.
-fn spells_sage(bytes: &[u8]) -> bool {
-    bytes.len() >= 4 && bytes[..4].eq_ignore_ascii_case(b"sage")
+/// What an item's usage stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Carrier {
+    /// One model call's (event, message or part metadata).
+    Call,
+    /// The run's so far: a Task snapshot's or a final status's metadata.
+    Summary,
+    /// Before this run: the task's own metadata on the snapshot that opens
+    /// a continuation (the task waited for the user).
+    Past,
 }
 
-/// Every usage report an item carries, and whether the item sums up the
-/// run (a Task snapshot, a final status): its usage is the run's so far,
-/// not one model call's.
-pub(crate) fn item_readings(item: &Item<'_>, f: &mut impl FnMut(Reading, bool)) {
+/// Every usage report an item carries, and what it stands for. `opening`:
+/// the item is the run's first.
+pub(crate) fn item_readings(item: &Item<'_>, opening: bool, f: &mut impl FnMut(Reading, Carrier)) {
     match item {
         Item::Task(view) | Item::Status(view) => {
-            let summary = matches!(item, Item::Task(_)) || view.status.state.is_final();
-            let mut each = |r| f(r, summary);
+            let waiting = matches!(
+                view.status.state,
+                TaskState::InputRequired | TaskState::AuthRequired
+            );
+            let carrier = match item {
+                Item::Task(_) if opening && waiting => Carrier::Past,
+                Item::Task(_) => Carrier::Summary,
+                _ if view.status.state.is_final() => Carrier::Summary,
+                _ => Carrier::Call,
+            };
             if let Some(meta) = view.metadata {
-                readings(meta, &mut each);
+                readings(meta, &mut |r| f(r, carrier));
             }
-            if let Some(message) = &view.status.message {
-                message_readings(message, &mut each);
+            // A status message's own usage is its model call's.
+            if let Some(message) = &view.status.message
+                && carrier != Carrier::Past
+            {
+                message_readings(message, &mut |r| f(r, Carrier::Call));
             }
         }
-        Item::Message(message) => message_readings(message, &mut |r| f(r, false)),
+        Item::Message(message) => message_readings(message, &mut |r| f(r, Carrier::Call)),
         Item::Artifact(chunk) => {
-            let mut each = |r| f(r, false);
+            let mut each = |r| f(r, Carrier::Call);
             if let Some(meta) = &chunk.event_metadata {
                 readings(meta, &mut each);
             }
@@ -112,6 +135,10 @@ pub(crate) fn item_readings(item: &Item<'_>, f: &mut impl FnMut(Reading, bool)) 
 }
 
 fn message_readings(message: &MessageView<'_>, f: &mut impl FnMut(Reading)) {
+    // The user's message, echoed: its metadata is the caller's to write.
+    if message.user_echo.is_some() {
+        return;
+    }
     if let Some(meta) = message.metadata {
         readings(meta, f);
     }
@@ -298,28 +325,30 @@ impl Sent {
         let cache = add(cached, cache_write);
         let beside = self.cached_beside.is_some() || self.cache_write_beside.is_some();
         let mut input = add(self.input, self.input_beside);
-        let mut output = self.output;
         let reasoning = self.reasoning;
         // Parts kept apart by the agent's convention, or that cannot be
-        // parts of what was sent, or that only add up to the agent's
-        // total when added.
-        let base = add(input, output).unwrap_or(0);
+        // parts of what was sent, or that only make the agent's total add
+        // up when added.
         let sent_total = self.total;
-        let total_adds = |extra: Option<u64>| match (sent_total, extra) {
+        let adds_up = |base: u64, extra: Option<u64>| match (sent_total, extra) {
             (Some(total), Some(extra)) => {
                 extra > 0 && total != base && total == base.saturating_add(extra)
             }
             _ => false,
         };
-        let reasoning_apart = self.output_less_reasoning.is_some()
-            || (output.is_some() && (reasoning > output || total_adds(reasoning)));
-        let cache_apart = input.is_some() && (beside || cache > input || total_adds(cache));
-        if self.output_less_reasoning.is_some() {
-            output = add(self.output_less_reasoning, reasoning);
-        } else if reasoning_apart {
-            output = add(output, reasoning);
-        }
-        if cache_apart {
+        // The output first (Gemini's candidates leave the thoughts out)...
+        let output = if self.output_less_reasoning.is_some() {
+            add(self.output_less_reasoning, reasoning)
+        } else if self.output.is_some()
+            && (reasoning > self.output || adds_up(add(input, self.output).unwrap_or(0), reasoning))
+        {
+            add(self.output, reasoning)
+        } else {
+            self.output
+        };
+        // ... then the input, against the output as settled.
+        let base = add(input, output).unwrap_or(0);
+        if input.is_some() && (beside || cache > input || adds_up(base, cache)) {
             input = add(input, cache);
         }
         let total = match (input, output) {
@@ -607,10 +636,38 @@ mod tests {
     }
 
     #[test]
+    fn gemini_cached_input_equal_to_the_output_is_not_added_again() {
+        let usage = one(json!({"usage_metadata": {"prompt_token_count": 120,
+            "candidates_token_count": 30, "thoughts_token_count": 50,
+            "cached_content_token_count": 80, "total_token_count": 200}}));
+        assert_eq!(
+            (usage.input_tokens, usage.output_tokens),
+            (Some(120), Some(80))
+        );
+        assert_eq!(usage.total_tokens, Some(200));
+    }
+
+    #[test]
     fn the_fast_reader_check_sees_every_spelling() {
-        assert!(may_hold_usage(r#"{"adk_usage_metadata":{}}"#));
-        assert!(may_hold_usage(r#"{"UsageMetadata":{}}"#));
-        assert!(may_hold_usage(r#"{"\u0075sage":{}}"#));
-        assert!(!may_hold_usage(r#"{"source":"web"}"#));
+        for key in [
+            "adk_usage_metadata",
+            "UsageMetadata",
+            "u_sage",
+            "Us-Age",
+            "u\u{200b}sage",
+            "uusage",
+            "\\u0075sage",
+        ] {
+            assert!(may_say_usage(key), "{key}");
+            let mut meta = serde_json::Map::new();
+            meta.insert(key.to_owned(), json!({"inputTokens": 1}));
+            // What the lenient reader finds, the check says maybe to.
+            if !key.starts_with('\\') {
+                assert_eq!(read(Value::Object(meta)).len(), 1, "{key}");
+            }
+        }
+        for key in ["source", "chunkIndex", "usag", "u-s-a-g"] {
+            assert!(!may_say_usage(key), "{key}");
+        }
     }
 }

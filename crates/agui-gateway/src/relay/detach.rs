@@ -88,6 +88,10 @@ impl Drop for RelayState {
             self.run.agent.name(),
             ErrorCode::ClientDisconnected.as_str(),
         );
+        // What the agent reported using until now is the caller's still:
+        // leaving before the end does not make a run free.
+        let usage = self.stream.converter().usage();
+        self.observer.used(self.run.agent.name(), &usage);
         self.cancel_upstream();
         if let Some(log) = &self.run.log {
             log.close();

@@ -98,9 +98,10 @@ impl RunObserver {
         }
     }
 
-    /// The run's usage, once it ended: counted, noted in the access log
-    /// and on the call's span, and charged to the caller.
-    fn used(&mut self, agent: &str, usage: &[TokenUsage]) {
+    /// The run's usage, once it ended (or its client left it with no
+    /// journal to go on in): counted, noted in the access log and on the
+    /// call's span, and charged to the caller.
+    pub(super) fn used(&mut self, agent: &str, usage: &[TokenUsage]) {
         if usage.is_empty() {
             return;
         }

@@ -71,8 +71,8 @@ fn texts(messages: &[Value]) -> Vec<&str> {
 /// The agent answered from the tool's result in each of the flow's two turns.
 fn answered_twice(run: &Value, version: &str) {
     let text = run["text"].as_str().unwrap_or_default();
-    let answers = text.matches(&format!("get_weather said: {TOOL_RESULT}"));
-    assert_eq!(answers.count(), 2, "{version}: {text}");
+    let answer = format!("get_weather said: {TOOL_RESULT}");
+    assert_eq!(text.matches(&answer).count(), 2, "{version}: {text}");
 }
 
 /// Every tool call the client kept: ids unique, arguments valid JSON.

@@ -17,11 +17,16 @@ use tower::ServiceExt;
 use crate::support::{agui_events, assert_valid_run};
 
 async fn gateway_before(fake: &Agent) -> Arc<AppState> {
+    gateway_with(fake, |_| {}).await
+}
+
+async fn gateway_with(fake: &Agent, change: impl FnOnce(&mut Config)) -> Arc<AppState> {
     let upstream = url::Url::parse(&fake.url()).expect("the fake's URL");
-    let config = Config::single(
+    let mut config = Config::single(
         ([127, 0, 0, 1], 8080).into(),
         AgentConfig::new("default", upstream),
     );
+    change(&mut config);
     Arc::new(AppState::new(config, Shutdown::default()).expect("the gateway's state"))
 }
 
@@ -32,6 +37,21 @@ async fn agui_run(
     scenario: &str,
     protocol_version: Option<&str>,
 ) -> Vec<Value> {
+    let response = agui_answer(state, scenario, protocol_version).await;
+    let status = response.status();
+    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .expect("the stream");
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    agui_events(std::str::from_utf8(&body).expect("UTF-8"))
+}
+
+/// The answer to one `/agui` run with `X-Fake: scenario`, its body unread.
+async fn agui_answer(
+    state: &Arc<AppState>,
+    scenario: &str,
+    protocol_version: Option<&str>,
+) -> axum::response::Response {
     let mut input = json!({
         "threadId": format!("thread-{scenario}-{protocol_version:?}"), "runId": "run-usage", "state": {}, "tools": [], "context": [],
         "forwardedProps": {}, "messages": [{ "id": "u1", "role": "user", "content": "how much?" }],
@@ -44,16 +64,10 @@ async fn agui_run(
         .header("x-fake", scenario)
         .body(Body::from(input.to_string()))
         .expect("a request");
-    let response = router(state.clone())
+    router(state.clone())
         .oneshot(request)
         .await
-        .expect("an answer");
-    let status = response.status();
-    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .expect("the stream");
-    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
-    agui_events(std::str::from_utf8(&body).expect("UTF-8"))
+        .expect("an answer")
 }
 
 /// The value of one `agui_gateway_tokens_total` series, 0 when absent.
@@ -107,4 +121,35 @@ async fn usage_reaches_each_client_as_it_reads_it_and_is_counted_once_per_run() 
         rendered.contains("model=\"unknown\""),
         "a run whose agent named no model: {rendered}"
     );
+}
+
+/// With no journal a run ends with its client: what the agent reported
+/// using until then still counts (and would be charged to a budget).
+#[tokio::test]
+async fn a_client_that_leaves_mid_run_leaves_its_usage_counted() {
+    use futures::StreamExt as _;
+    let fake = Agent::start(Behaviour::Faults, 0).await.expect("the fake");
+    let state = gateway_with(&fake, |config| {
+        config.journal.backend = agui_gateway::config::Backend::Off;
+    })
+    .await;
+    let response = agui_answer(&state, "usage-stall", None).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.into_body().into_data_stream();
+    let mut seen = String::new();
+    while !seen.contains("\"delta\":\"used\"") {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), body.next())
+            .await
+            .expect("the chunk within 10 s")
+            .expect("more body")
+            .expect("a chunk");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert_eq!(
+        (tokens(&state, "input"), tokens(&state, "output")),
+        (0, 0),
+        "not before the end"
+    );
+    drop(body);
+    assert_eq!((tokens(&state, "input"), tokens(&state, "output")), USAGE);
 }
