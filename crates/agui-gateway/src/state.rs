@@ -76,17 +76,23 @@ impl AppState {
     pub async fn build(config: Config, shutdown: Shutdown) -> Result<AppState, StartError> {
         let mut state = AppState::new(config, shutdown)?;
         if let crate::config::Backend::Redis(url) = &state.config.journal.backend {
+            let files = &state.config.journal.access;
+            let journal_error = |message: String| StartError::Journal {
+                url: redacted(url),
+                message,
+            };
+            let access = crate::config::journal_access::read(files, std::time::SystemTime::now())
+                .map_err(|err| journal_error(err.to_string()))?;
             let journal = RedisJournal::connect(
                 url,
+                &access,
                 state.config.gateway_id.clone(),
                 &state.config.journal.limits,
             )
             .await
-            .map_err(|err| StartError::Journal {
-                url: redacted(url),
-                message: err.to_string(),
-            })?;
+            .map_err(|err| journal_error(err.to_string()))?;
             let journal = Arc::new(journal);
+            crate::config::journal_access::watch(journal.clone(), url.clone(), files.clone());
             state.budgets = state.budgets.take().map(|b| b.shared_by(journal.clone()));
             state.redis = Some(journal);
         }

@@ -17,18 +17,22 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// `memory`, `off` or a `redis://` URL.
+    /// `memory`, `off` or a `redis://` (`rediss://`: TLS) URL.
     pub fn parse(text: &str) -> Result<Backend, String> {
         match text {
             "memory" => Ok(Backend::Memory),
             "off" => Ok(Backend::Off),
-            url if url.starts_with("redis://") => url::Url::parse(url)
-                .ok()
-                .filter(|u| u.host_str().is_some_and(|h| !h.is_empty()))
-                .map(Backend::Redis)
-                // Never quoted back: the URL may hold a password.
-                .ok_or_else(|| "not a redis://host[:port][/db] URL".to_owned()),
-            _ => Err("not \"memory\", \"off\" or a redis:// URL".to_owned()),
+            url if url.starts_with("redis://") || url.starts_with("rediss://") => {
+                url::Url::parse(url)
+                    .ok()
+                    .filter(|u| u.host_str().is_some_and(|h| !h.is_empty()))
+                    .map(Backend::Redis)
+                    // Never quoted back: the URL may hold a password.
+                    .ok_or_else(|| {
+                        "not a redis[s]://[user:password@]host[:port][/db] URL".to_owned()
+                    })
+            }
+            _ => Err("not \"memory\", \"off\" or a redis:// (rediss:// for TLS) URL".to_owned()),
         }
     }
 
@@ -45,6 +49,37 @@ pub struct JournalConfig {
     /// dropped. Zero: runs end with their client, as without a journal.
     pub detach_grace: Duration,
     pub limits: JournalLimits,
+    /// How Redis is reached beyond its URL: TLS files and a password file.
+    pub access: RedisAccessFiles,
+}
+
+/// The files a `rediss://` journal is reached with (`[journal_tls]`), and
+/// the password kept out of the URL and the environment. Read by the
+/// gateway when it starts and again when they change.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RedisAccessFiles {
+    /// A CA bundle trusted on top of the system's roots.
+    pub ca_file: Option<std::path::PathBuf>,
+    /// The client certificate (mutual TLS) and its key.
+    pub client_cert: Option<std::path::PathBuf>,
+    pub client_key: Option<std::path::PathBuf>,
+    /// The ACL user's password (the user from the URL, else `default`).
+    pub password_file: Option<std::path::PathBuf>,
+}
+
+impl RedisAccessFiles {
+    /// The files, in the order they are read.
+    pub fn files(&self) -> impl Iterator<Item = &std::path::Path> {
+        [
+            &self.ca_file,
+            &self.client_cert,
+            &self.client_key,
+            &self.password_file,
+        ]
+        .into_iter()
+        .flatten()
+        .map(std::path::PathBuf::as_path)
+    }
 }
 
 impl Default for JournalConfig {
@@ -53,6 +88,7 @@ impl Default for JournalConfig {
             backend: Backend::Memory,
             detach_grace: Duration::from_secs(60),
             limits: JournalLimits::default(),
+            access: RedisAccessFiles::default(),
         }
     }
 }

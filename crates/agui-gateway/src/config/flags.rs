@@ -127,9 +127,29 @@ pub struct ServeArgs {
     /// Seconds of the token budget's fixed window [default: 86400].
     #[arg(long, env = "AGUI_GATEWAY_TOKEN_BUDGET_WINDOW_SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub token_budget_window_secs: Option<u64>,
-    /// Where converted runs are journaled for reconnects: memory, off or redis://HOST[:PORT][/DB] [default: memory].
+    /// Where converted runs are journaled for reconnects: memory, off, redis://HOST[:PORT][/DB] or rediss:// (TLS) [default: memory].
     #[arg(long, env = "AGUI_GATEWAY_JOURNAL")]
     pub journal: Option<String>,
+    /// PEM bundle of CAs that may sign a rediss:// journal's certificate (besides the system's).
+    #[arg(long, env = "AGUI_GATEWAY_JOURNAL_CA_FILE")]
+    pub journal_ca_file: Option<PathBuf>,
+    /// PEM client certificate (chain) shown to a rediss:// journal (mutual TLS); with --journal-client-key.
+    #[arg(
+        long,
+        env = "AGUI_GATEWAY_JOURNAL_CLIENT_CERT",
+        requires = "journal_client_key"
+    )]
+    pub journal_client_cert: Option<PathBuf>,
+    /// PEM private key of --journal-client-cert.
+    #[arg(
+        long,
+        env = "AGUI_GATEWAY_JOURNAL_CLIENT_KEY",
+        requires = "journal_client_cert"
+    )]
+    pub journal_client_key: Option<PathBuf>,
+    /// A file holding the journal's Redis password (its ACL user from the URL), kept out of the URL.
+    #[arg(long, env = "AGUI_GATEWAY_JOURNAL_PASSWORD_FILE")]
+    pub journal_password_file: Option<PathBuf>,
     /// Seconds a run goes on after its client went away, for a reconnect [default: 60].
     #[arg(long, env = "AGUI_GATEWAY_DETACH_GRACE_SECS")]
     pub detach_grace_secs: Option<u64>,
@@ -375,6 +395,28 @@ impl ServeArgs {
         }
         if let Some(secs) = args.detach_grace_secs {
             config.journal.detach_grace = Duration::from_secs(secs);
+        }
+        let access = &mut config.journal.access;
+        for (flag, value) in [
+            (&mut access.ca_file, &args.journal_ca_file),
+            (&mut access.client_cert, &args.journal_client_cert),
+            (&mut access.client_key, &args.journal_client_key),
+            (&mut access.password_file, &args.journal_password_file),
+        ] {
+            if value.is_some() {
+                flag.clone_from(value);
+            }
+        }
+        if [
+            &args.journal_ca_file,
+            &args.journal_client_cert,
+            &args.journal_password_file,
+        ]
+        .iter()
+        .any(|given| given.is_some())
+        {
+            super::journal_access::read(&config.journal.access, std::time::SystemTime::now())
+                .map_err(|why| invalid!("--journal-{why}"))?;
         }
         args.edge.apply(&mut config)?;
         args.identity

@@ -108,6 +108,31 @@ pub(super) fn journal_config(
     if let Some(secs) = file.detach_grace_secs {
         journal.detach_grace = Duration::from_secs(secs);
     }
+    if let Some(tls) = &file.journal_tls {
+        let path = |text: &Option<String>| text.as_deref().map(std::path::PathBuf::from);
+        let files = tls.get_ref();
+        journal.access.ca_file = path(&files.ca_file);
+        journal.access.client_cert = path(&files.client_cert);
+        journal.access.client_key = path(&files.client_key);
+    }
+    if let Some(file) = &file.journal_password_file {
+        journal.access.password_file = Some(file.get_ref().into());
+    }
+    // Read now, so that check-config and the start refuse what every
+    // connection would: the key at fault, at its line.
+    if let Err(why) = super::journal_access::read(&journal.access, std::time::SystemTime::now()) {
+        let span = match why {
+            super::journal_access::AccessError::Password(_) => {
+                file.journal_password_file.as_ref().map(Spanned::span)
+            }
+            _ => file.journal_tls.as_ref().map(Spanned::span),
+        };
+        let key = match &why {
+            super::journal_access::AccessError::Password(_) => "",
+            _ => "journal_tls.",
+        };
+        return Err(at(span.unwrap_or(0..0), format!("{key}{why}")));
+    }
     let limits = &file.limits;
     let count = |value: &Option<Spanned<usize>>, key: &str| {
         at_least_one(value, &format!("limits.{key}"), at)

@@ -93,6 +93,7 @@ mod file;
 pub mod flags;
 pub mod forward_policy;
 mod identity_flags;
+pub mod journal_access;
 mod limits;
 pub mod reach;
 mod schema;

@@ -19,6 +19,8 @@ pub(super) struct FileConfig {
     pub(super) shutdown_grace_secs: Option<u64>,
     pub(super) drain_delay_secs: Option<u64>,
     pub(super) journal: Option<Spanned<String>>,
+    pub(super) journal_tls: Option<Spanned<FileTls>>,
+    pub(super) journal_password_file: Option<Spanned<String>>,
     pub(super) detach_grace_secs: Option<u64>,
     pub(super) inspector: Option<bool>,
     pub(super) copilotkit_path: Option<Spanned<String>>,

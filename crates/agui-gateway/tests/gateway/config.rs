@@ -62,6 +62,17 @@ fn check_config_names_the_line_of_each_invalid_value() {
             format!("[limits]\njournal_ttl_secs = 0\n{AGENT}"),
             "gw.toml:2: limits.journal_ttl_secs: must be at least 1",
         ),
+        // The journal's access files: the key at fault, at its table.
+        (
+            format!(
+                "journal = \"rediss://r:6380/0\"\n{AGENT}[journal_tls]\nca_file = \"/no/such/ca.pem\"\n"
+            ),
+            "gw.toml:4: journal_tls.ca_file: /no/such/ca.pem",
+        ),
+        (
+            format!("journal_password_file = \"/no/such/password\"\n{AGENT}"),
+            "gw.toml:1: journal_password_file: /no/such/password",
+        ),
         // Header names and values, each on its own line.
         (
             format!("{AGENT}[agents.a.headers]\nX-Ok = \"1\"\n\"X Bad Name\" = \"v\"\n"),

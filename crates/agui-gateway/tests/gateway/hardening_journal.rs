@@ -322,7 +322,7 @@ async fn the_redis_journal_drops_the_oldest_finished_runs_and_never_a_live_one()
         max_bytes: MAX_BYTES,
         ..JournalLimits::default()
     };
-    let journal = RedisJournal::connect(&url, "gw".to_owned(), &limits)
+    let journal = RedisJournal::connect(&url, &Default::default(), "gw".to_owned(), &limits)
         .await
         .unwrap();
     let (identity, spec) = crate::replicas::plain_run();

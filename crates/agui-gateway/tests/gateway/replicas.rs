@@ -328,10 +328,10 @@ async fn only_the_lease_holder_appends_and_only_in_order() {
     let redis = redis_server();
     let url = url::Url::parse(&format!("redis://127.0.0.1:{}/", redis.port)).unwrap();
     let limits = JournalLimits::default();
-    let a = RedisJournal::connect(&url, "gw-a".to_owned(), &limits)
+    let a = RedisJournal::connect(&url, &Default::default(), "gw-a".to_owned(), &limits)
         .await
         .unwrap();
-    let b = RedisJournal::connect(&url, "gw-b".to_owned(), &limits)
+    let b = RedisJournal::connect(&url, &Default::default(), "gw-b".to_owned(), &limits)
         .await
         .unwrap();
     let (identity, spec) = plain_run();

@@ -21,12 +21,12 @@ use crate::support::{
 
 /// A private CA, a server certificate for 127.0.0.1 and localhost, a
 /// client certificate, and an expired one, as PEM files in a fresh folder.
-struct Pki {
+pub struct Pki {
     dir: PathBuf,
 }
 
 impl Pki {
-    fn new(name: &str) -> Pki {
+    pub fn new(name: &str) -> Pki {
         let dir =
             std::env::temp_dir().join(format!("agui-gateway-tls-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -66,7 +66,7 @@ impl Pki {
         Pki { dir }
     }
 
-    fn path(&self, file: &str) -> PathBuf {
+    pub fn path(&self, file: &str) -> PathBuf {
         self.dir.join(file)
     }
 

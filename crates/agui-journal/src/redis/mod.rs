@@ -42,10 +42,12 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 mod budget;
+mod connect;
 mod entries;
 mod scripts;
 mod threads;
 
+pub use self::connect::RedisAccess;
 pub use self::entries::Entry;
 use self::entries::parse_entries;
 use self::scripts::Scripts;
@@ -111,12 +113,32 @@ pub struct RemoteRun {
 }
 
 pub struct RedisJournal {
-    client: Client,
-    manager: ConnectionManager,
+    /// Swapped whole when the access files change (`reconnect`).
+    link: std::sync::RwLock<Link>,
     /// This replica's id (the gateway id): the lease's value.
     replica: String,
     limits: JournalLimits,
     scripts: Scripts,
+}
+
+/// A client and its connection manager, made from one reading of the
+/// access files.
+struct Link {
+    client: Client,
+    manager: ConnectionManager,
+}
+
+impl Link {
+    async fn open(url: &Url, access: &RedisAccess) -> Result<Link, SharedError> {
+        let client = connect::client(url, access)?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(2)))
+            .set_response_timeout(Some(Duration::from_secs(2)))
+            .set_number_of_retries(2);
+        let mut manager = client.get_connection_manager_with_config(config).await?;
+        let _: String = redis::cmd("PING").query_async(&mut manager).await?;
+        Ok(Link { client, manager })
+    }
 }
 
 /// What a lease renewal found.
@@ -207,27 +229,39 @@ impl RedisJournal {
     /// startup rather than at the first run.
     pub async fn connect(
         url: &Url,
+        access: &RedisAccess,
         replica: String,
         limits: &JournalLimits,
     ) -> Result<RedisJournal, SharedError> {
-        let client = Client::open(url.as_str())?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_response_timeout(Some(Duration::from_secs(2)))
-            .set_number_of_retries(2);
-        let mut manager = client.get_connection_manager_with_config(config).await?;
-        let _: String = redis::cmd("PING").query_async(&mut manager).await?;
         Ok(RedisJournal {
-            client,
-            manager,
+            link: std::sync::RwLock::new(Link::open(url, access).await?),
             replica,
             limits: *limits,
             scripts: Scripts::new(),
         })
     }
 
+    /// Reaches Redis anew with `access` (its files changed: a renewed
+    /// certificate, a rotated password); on failure the link that works
+    /// stays.
+    pub async fn reconnect(&self, url: &Url, access: &RedisAccess) -> Result<(), SharedError> {
+        let link = Link::open(url, access).await?;
+        *self
+            .link
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = link;
+        Ok(())
+    }
+
+    fn link<T>(&self, f: impl FnOnce(&Link) -> T) -> T {
+        f(&self
+            .link
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
     fn conn(&self) -> ConnectionManager {
-        self.manager.clone()
+        self.link(|link| link.manager.clone())
     }
 
     /// A connection of its own for a follower's blocking reads: a blocking
@@ -236,8 +270,8 @@ impl RedisJournal {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(2)))
             .set_response_timeout(Some(BLOCK + Duration::from_secs(2)));
-        Ok(self
-            .client
+        let client = self.link(|link| link.client.clone());
+        Ok(client
             .get_multiplexed_async_connection_with_config(&config)
             .await?)
     }

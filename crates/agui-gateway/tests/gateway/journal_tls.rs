@@ -1,0 +1,160 @@
+//! The shared journal over TLS (issue 41): two replicas on a real
+//! `redis-server` that speaks only TLS, its certificate from a private CA
+//! (`--journal-ca-file`), then one that also wants the client's certificate
+//! (`--journal-client-cert`, `--journal-client-key`) and logs in as an ACL
+//! user whose password is in a file (`--journal-password-file`). A run cut on one
+//! replica continues on the other, and a run whose replica is SIGKILLed is
+//! taken over; without the CA, the gateway says why it cannot share.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::resume::{assert_numbered, last_id, post, read_then_cut, run_input};
+use crate::support::{
+    Process, agent, agui_events, assert_valid_run, free_port, gateway_for, text_of,
+};
+use crate::upstream_tls::Pki;
+
+/// `redis-server` on a TLS port only (its plain port off), its
+/// certificate signed by `pki`'s CA; `mutual`: clients must show one too,
+/// and log in as the ACL user `agui` (the default user is off).
+fn tls_redis(pki: &Pki, mutual: bool) -> Process {
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("agui-gateway-redis-tls-{port}"));
+    std::fs::create_dir_all(&dir).expect("a directory for redis");
+    let child = Command::new("redis-server")
+        .args(["--bind", "127.0.0.1", "--port", "0"])
+        .args(["--tls-port", &port.to_string()])
+        .arg("--tls-cert-file")
+        .arg(pki.path("server.pem"))
+        .arg("--tls-key-file")
+        .arg(pki.path("server.key"))
+        .arg("--tls-ca-cert-file")
+        .arg(pki.path("ca.pem"))
+        .args(["--tls-auth-clients", if mutual { "yes" } else { "no" }])
+        .args(if mutual {
+            &[
+                "--user",
+                "agui",
+                "on",
+                ">s3cret-from-a-file",
+                "~*",
+                "&*",
+                "+@all",
+                "--user",
+                "default",
+                "off",
+            ][..]
+        } else {
+            &[]
+        })
+        .args(["--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("redis-server runs (the test command installs Debian's redis-server)");
+    let process = Process { child, port };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "redis-server did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    process
+}
+
+/// The whole run as the client put it together: ids 1, 2, … each once,
+/// one terminal event, the full text.
+fn assert_one_run(whole: &str, count: usize) {
+    assert_numbered(whole);
+    let events = agui_events(whole);
+    assert_eq!(assert_valid_run(&events)["type"], "RUN_FINISHED", "{whole}");
+    let expected: String = (1..=count).map(|i| format!("{i} ")).collect();
+    assert_eq!(text_of(&events), expected, "{whole}");
+}
+
+/// A run cut on `a` and continued on `b`; then one whose replica, `a`,
+/// is killed mid-run, taken over by `b`.
+async fn cut_and_taken_over(mut a: Process, b: &Process, name: &str) {
+    let agui = |gw: &Process| format!("{}/agui", gw.url());
+    let first = run_input(&format!("{name}-cut"), "count 20 100");
+    let cut = read_then_cut(post(&agui(&a), &first, None).await, 5).await;
+    let rest = post(&agui(b), &first, Some(&last_id(&cut))).await;
+    assert_eq!(rest.status(), 200, "{name}");
+    assert_one_run(&format!("{cut}{}", rest.text().await.unwrap()), 20);
+
+    let second = run_input(&format!("{name}-killed"), "count 40 150");
+    let cut = read_then_cut(post(&agui(&a), &second, None).await, 5).await;
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    let rest = post(&agui(b), &second, Some(&last_id(&cut))).await;
+    assert_eq!(rest.status(), 200, "{name}");
+    assert_one_run(&format!("{cut}{}", rest.text().await.unwrap()), 40);
+}
+
+#[tokio::test]
+#[ignore = "tier 2: real A2A agents, tests/agents/setup.sh; redis-server (TLS)"]
+async fn replicas_share_runs_through_redis_over_tls_and_mutual_tls() {
+    let pki = Pki::new("journal");
+    let agent = agent("input");
+    let ca = pki.path("ca.pem");
+    let (cert, key) = (pki.path("client.pem"), pki.path("client.key"));
+    for mutual in [false, true] {
+        let redis = tls_redis(&pki, mutual);
+        // With mutual TLS, the ACL user from the URL, its password from a
+        // file (in neither a flag nor the environment).
+        let user = if mutual { "agui@" } else { "" };
+        let journal = format!("rediss://{user}127.0.0.1:{}/0", redis.port);
+        let password = pki.path("redis-password");
+        std::fs::write(&password, "s3cret-from-a-file\n").unwrap();
+        let mut args = vec![
+            "--journal".to_owned(),
+            journal.clone(),
+            "--journal-ca-file".to_owned(),
+            ca.display().to_string(),
+        ];
+        if mutual {
+            args.extend([
+                "--journal-client-cert".to_owned(),
+                cert.display().to_string(),
+                "--journal-client-key".to_owned(),
+                key.display().to_string(),
+                "--journal-password-file".to_owned(),
+                password.display().to_string(),
+            ]);
+        }
+        let replica = |id: &str| {
+            let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+            all.extend(["--gateway-id", id]);
+            gateway_for(&agent.url(), &all)
+        };
+        let name = if mutual { "mtls" } else { "tls" };
+        cut_and_taken_over(replica("gw-a"), &replica("gw-b"), name).await;
+    }
+}
+
+/// Without the CA the server's certificate is not trusted: the gateway
+/// does not start sharing in silence; it says which side failed and why.
+#[tokio::test]
+#[ignore = "tier 2: redis-server (TLS)"]
+async fn a_journal_whose_certificate_is_not_trusted_is_refused_with_the_reason() {
+    let pki = Pki::new("journal-untrusted");
+    let redis = tls_redis(&pki, false);
+    let output = Command::new(crate::support::gateway_binary())
+        .args([
+            "--upstream",
+            "http://127.0.0.1:9/",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--journal", &format!("rediss://127.0.0.1:{}/0", redis.port)])
+        .stdin(Stdio::null())
+        .output()
+        .expect("the gateway runs");
+    assert!(!output.status.success());
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains("journal rediss://127.0.0.1"), "{said}");
+    assert!(said.to_lowercase().contains("certificate"), "{said}");
+}

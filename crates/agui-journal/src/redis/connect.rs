@@ -1,0 +1,77 @@
+//! How the journal reaches Redis: `redis://`, or `rediss://` (TLS) trusting
+//! the system's roots and a CA bundle on top, with a client certificate for
+//! mutual TLS; the ACL user from the URL, its password from the URL or
+//! from a file (so that the secret is in neither a flag nor the
+//! environment).
+
+use base64::Engine as _;
+use redis::{Client, ClientTlsConfig, IntoConnectionInfo, RedisError, TlsCertificates};
+use url::Url;
+
+/// What the access files held when they were read (PEM, and the password).
+#[derive(Clone, Default)]
+pub struct RedisAccess {
+    /// Roots trusted on top of the system's, PEM.
+    pub roots: Option<Vec<u8>>,
+    /// The client certificate chain and its key, PEM each.
+    pub identity: Option<(Vec<u8>, Vec<u8>)>,
+    /// The ACL user's password, over the URL's.
+    pub password: Option<String>,
+}
+
+impl std::fmt::Debug for RedisAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key or the password.
+        f.debug_struct("RedisAccess")
+            .field("roots", &self.roots.is_some())
+            .field("identity", &self.identity.is_some())
+            .field("password", &self.password.is_some())
+            .finish()
+    }
+}
+
+/// The client for `url` with `access`.
+pub(super) fn client(url: &Url, access: &RedisAccess) -> Result<Client, RedisError> {
+    let mut info = url.as_str().into_connection_info()?;
+    if let Some(password) = &access.password {
+        let settings = info.redis_settings().clone().set_password(password);
+        info = info.set_redis_settings(settings);
+    }
+    if url.scheme() != "rediss" {
+        return Client::open(info);
+    }
+    // Without a bundle the client trusts the system's roots by itself.
+    let root_cert = access.roots.as_deref().map(with_system_roots);
+    let client_tls = access
+        .identity
+        .as_ref()
+        .map(|(client_cert, client_key)| ClientTlsConfig {
+            client_cert: client_cert.clone(),
+            client_key: client_key.clone(),
+        });
+    Client::build_with_tls(
+        info,
+        TlsCertificates {
+            client_tls,
+            root_cert,
+        },
+    )
+}
+
+/// The system's roots as PEM, then `extra`: the client takes one bundle,
+/// which replaces the system's roots.
+fn with_system_roots(extra: &[u8]) -> Vec<u8> {
+    let system = rustls_native_certs::load_native_certs();
+    let mut pem = Vec::with_capacity(system.certs.len() * 2048 + extra.len());
+    let engine = base64::engine::general_purpose::STANDARD;
+    for cert in &system.certs {
+        pem.extend_from_slice(b"-----BEGIN CERTIFICATE-----\n");
+        for line in engine.encode(cert.as_ref()).as_bytes().chunks(64) {
+            pem.extend_from_slice(line);
+            pem.push(b'\n');
+        }
+        pem.extend_from_slice(b"-----END CERTIFICATE-----\n");
+    }
+    pem.extend_from_slice(extra);
+    pem
+}
