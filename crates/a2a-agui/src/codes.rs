@@ -99,6 +99,9 @@ error_codes! {
     GatewayShuttingDown = "GATEWAY_SHUTTING_DOWN", Gateway;
     /// The gateway is draining and takes no new requests.
     GatewayDraining = "GATEWAY_DRAINING", Gateway;
+    /// The shared journal cannot be used as configured (`/readyz`): runs
+    /// would not be shared.
+    JournalUnavailable = "JOURNAL_UNAVAILABLE", Gateway;
     /// `max_streams` streams are already open, or the request bodies in
     /// flight on the client's HTTP/2 connection are at their bound.
     GatewayBusy = "GATEWAY_BUSY", Gateway;

@@ -43,6 +43,8 @@ pub struct AppState {
     pub replays: Replays,
     /// Each caller's token budget (`None` without `token_budget`).
     pub budgets: Option<Budgets>,
+    /// Whether the shared journal can share runs (`None` without one).
+    pub journal_health: Option<crate::config::journal_access::JournalHealth>,
 }
 
 pub type AppHandle = Arc<AppState>;
@@ -83,16 +85,20 @@ impl AppState {
             };
             let access = crate::config::journal_access::read(files, std::time::SystemTime::now())
                 .map_err(|err| journal_error(err.to_string()))?;
-            let journal = RedisJournal::connect(
-                url,
-                &access,
+            // A journal that cannot be used does not stop the start: the
+            // gateway says why (`/readyz`, the log) and keeps trying.
+            let journal = Arc::new(RedisJournal::unconnected(
                 state.config.gateway_id.clone(),
                 &state.config.journal.limits,
+            ));
+            let health = crate::config::journal_access::keep(
+                journal.clone(),
+                url.clone(),
+                files.clone(),
+                access,
             )
-            .await
-            .map_err(|err| journal_error(err.to_string()))?;
-            let journal = Arc::new(journal);
-            crate::config::journal_access::watch(journal.clone(), url.clone(), files.clone());
+            .await;
+            state.journal_health = Some(health);
             state.budgets = state.budgets.take().map(|b| b.shared_by(journal.clone()));
             state.redis = Some(journal);
         }
@@ -159,6 +165,7 @@ impl AppState {
             card_signer: keys.signer,
             replays: Replays::default(),
             budgets: (config_budget.0 > 0).then(|| Budgets::new(config_budget.0, config_budget.1)),
+            journal_health: None,
         })
     }
 

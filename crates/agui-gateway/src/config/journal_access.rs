@@ -2,15 +2,16 @@
 //! `client_cert`, `client_key`; `journal_password_file`): read and checked
 //! with the configuration, so that `check-config` and the start name the
 //! key at fault, and read again when they change on disk (a renewed
-//! certificate, a rotated password), when the journal reconnects with them
-//! (`watch`). A file that no longer reads keeps the connection that works.
+//! certificate, a rotated password), when the journal reconnects with them.
+//! `keep` also checks, all along, that the journal can share runs
+//! (`JournalHealth`, what `/readyz` says).
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use agui_edge::tls::{FileStamp, TlsFileError, read_bounded};
 use agui_journal::RedisAccessFiles;
-use agui_journal::redis::{RedisAccess, RedisJournal};
+use agui_journal::redis::{RedisAccess, RedisJournal, Unusable};
 use url::Url;
 
 use super::{AgentTlsError, UpstreamTls};
@@ -67,37 +68,96 @@ fn password(path: &std::path::Path) -> Result<String, AccessError> {
     Ok(password)
 }
 
-/// Reconnects `journal` whenever its access files change, for as long as
-/// the runtime runs. One warning per change that does not take.
-pub fn watch(journal: Arc<RedisJournal>, url: Url, files: RedisAccessFiles) {
-    if files.files().next().is_none() {
-        return;
+/// Whether the shared journal can share runs, as last checked: what
+/// `/readyz` reports. Shared by the keeper and the probe.
+#[derive(Clone, Default)]
+pub struct JournalHealth(Arc<std::sync::Mutex<Option<Unusable>>>);
+
+impl JournalHealth {
+    /// Why it cannot, when it cannot.
+    pub fn unusable(&self) -> Option<Unusable> {
+        self.0.lock().ok().and_then(|now| now.clone())
     }
+
+    /// Records a check; logs when the answer changed (once, not per check).
+    fn set(&self, checked: Result<(), Unusable>) {
+        let Ok(mut now) = self.0.lock() else { return };
+        let next = checked.err();
+        if *now == next {
+            return;
+        }
+        match (&next, now.is_some()) {
+            (Some(why), _) if why.misconfigured => tracing::error!(
+                "the shared journal cannot be used as configured, runs are not shared (/readyz says so): {}",
+                why.reason
+            ),
+            (Some(why), _) => tracing::warn!(
+                "the shared journal (Redis) cannot be reached, runs go on unshared: {}",
+                why.reason
+            ),
+            (None, true) => tracing::info!("the shared journal works again: runs are shared"),
+            (None, false) => {}
+        }
+        *now = next;
+    }
+}
+
+/// How often the journal is checked while it works, and while it does not.
+const CHECK_WHILE_WORKING: Duration = Duration::from_secs(10);
+const CHECK_WHILE_FAILING: Duration = Duration::from_secs(2);
+
+/// Reaches the journal now (when it can), and checks it; then, for as long
+/// as the runtime runs, checks it again, reaches it again when it never was
+/// or its access files changed (a renewed certificate, a rotated
+/// password). A file that no longer reads keeps the connection that works.
+pub async fn keep(
+    journal: Arc<RedisJournal>,
+    url: Url,
+    files: RedisAccessFiles,
+    access: RedisAccess,
+) -> JournalHealth {
+    let health = JournalHealth::default();
+    health.set(reach(&journal, &url, &access).await);
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
+        return health;
     };
+    let kept = health.clone();
     runtime.spawn(async move {
         let mut seen = FileStamp::of(files.files());
+        let mut access = access;
         loop {
-            tokio::time::sleep(CHECK_EVERY).await;
-            let now = FileStamp::of(files.files());
-            if now == seen {
-                continue;
-            }
-            seen = now;
-            let reconnected = match read(&files, SystemTime::now()) {
-                Ok(access) => journal
-                    .reconnect(&url, &access)
-                    .await
-                    .map_err(|err| err.to_string()),
-                Err(err) => Err(err.to_string()),
+            let wait = match kept.unusable() {
+                Some(_) => CHECK_WHILE_FAILING,
+                None => CHECK_WHILE_WORKING,
             };
-            match reconnected {
-                Ok(()) => tracing::info!("the shared journal reconnected with its changed access files"),
-                Err(why) => tracing::warn!(
-                    "the shared journal's access files changed but do not work, the connection that works stays: {why}"
-                ),
+            tokio::time::sleep(wait).await;
+            let stamp = FileStamp::of(files.files());
+            let changed = stamp != seen;
+            if changed {
+                seen = stamp;
+                match read(&files, SystemTime::now()) {
+                    Ok(read) => access = read,
+                    Err(err) => tracing::warn!(
+                        "the shared journal's access files changed but do not read, the ones that worked stay: {err}"
+                    ),
+                }
             }
+            let checked = if changed || !journal.is_connected() {
+                reach(&journal, &url, &access).await
+            } else {
+                journal.check().await
+            };
+            kept.set(checked);
         }
     });
+    health
+}
+
+/// Connects anew with `access`, then checks the link.
+async fn reach(journal: &RedisJournal, url: &Url, access: &RedisAccess) -> Result<(), Unusable> {
+    journal
+        .reconnect(url, access)
+        .await
+        .map_err(|err| Unusable::of(&err))?;
+    journal.check().await
 }

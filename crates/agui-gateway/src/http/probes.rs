@@ -41,6 +41,20 @@ pub(super) async fn readyz(State(state): State<AppHandle>) -> Result<Response, A
     // reported (here, in `/v1/agents` and as `agui_gateway_agent_up`),
     // but does not take the pod out: every replica shares the same
     // agents, and taking them all out would refuse the agents that work.
+    // A journal the configuration gets wrong does: runs would not be
+    // shared, on any replica, and no wait mends it. Redis down for a while
+    // does not (runs go on unshared, and the log says so).
+    if let Some(unusable) = state.journal_health.as_ref().and_then(|h| h.unusable())
+        && unusable.misconfigured
+    {
+        return Err(ApiError::unavailable(
+            ErrorCode::JournalUnavailable,
+            format!(
+                "the shared journal cannot be used as configured: {}",
+                unusable.reason
+            ),
+        ));
+    }
     let mut agents = serde_json::Map::new();
     for (name, agent) in &state.agents {
         agents.insert(name.clone(), agent_health(agent).await);

@@ -11,7 +11,7 @@ impl RedisJournal {
     pub(crate) async fn budget_spent(&self, key: &str) -> Result<u64, SharedError> {
         let spent: Option<u64> = redis::cmd("GET")
             .arg(format!("{PREFIX}{key}"))
-            .query_async(&mut self.conn())
+            .query_async(&mut self.conn()?)
             .await?;
         Ok(spent.unwrap_or(0))
     }
@@ -34,7 +34,7 @@ impl RedisJournal {
             .arg(&key)
             .arg(keep.as_secs().max(1))
             .ignore()
-            .query_async(&mut self.conn())
+            .query_async(&mut self.conn()?)
             .await?;
         Ok(())
     }

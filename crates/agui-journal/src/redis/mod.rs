@@ -44,12 +44,14 @@ use url::Url;
 mod budget;
 mod connect;
 mod entries;
+mod health;
 mod scripts;
 mod threads;
 
 pub use self::connect::RedisAccess;
 pub use self::entries::Entry;
 use self::entries::parse_entries;
+pub use self::health::Unusable;
 use self::scripts::Scripts;
 use crate::config::JournalLimits;
 use crate::identity::{Owner, RunIdentity, ThreadListKey, ThreadRef};
@@ -77,6 +79,8 @@ pub enum SharedError {
     Malformed(&'static str),
     #[error("the shared journal is full (journal_max_bytes) with runs still going")]
     Full,
+    #[error("the shared journal (Redis) has not been reached")]
+    NotConnected,
 }
 
 /// What another replica needs to rebuild a run's converter and call its
@@ -113,8 +117,9 @@ pub struct RemoteRun {
 }
 
 pub struct RedisJournal {
-    /// Swapped whole when the access files change (`reconnect`).
-    link: std::sync::RwLock<Link>,
+    /// Swapped whole when the access files change (`reconnect`); none
+    /// until Redis was first reached (`open`).
+    link: std::sync::RwLock<Option<Link>>,
     /// This replica's id (the gateway id): the lease's value.
     replica: String,
     limits: JournalLimits,
@@ -233,12 +238,27 @@ impl RedisJournal {
         replica: String,
         limits: &JournalLimits,
     ) -> Result<RedisJournal, SharedError> {
-        Ok(RedisJournal {
-            link: std::sync::RwLock::new(Link::open(url, access).await?),
+        let journal = RedisJournal::unconnected(replica, limits);
+        journal.reconnect(url, access).await?;
+        Ok(journal)
+    }
+
+    /// A journal not connected yet: every call fails (`NotConnected`) until
+    /// `reconnect` reaches Redis. What a gateway starts with while Redis
+    /// cannot be used, so that it can say why (`check`) rather than not
+    /// start.
+    pub fn unconnected(replica: String, limits: &JournalLimits) -> RedisJournal {
+        RedisJournal {
+            link: std::sync::RwLock::new(None),
             replica,
             limits: *limits,
             scripts: Scripts::new(),
-        })
+        }
+    }
+
+    /// Whether Redis was reached (and the link kept since).
+    pub fn is_connected(&self) -> bool {
+        self.link(|link| link.is_some())
     }
 
     /// Reaches Redis anew with `access` (its files changed: a renewed
@@ -249,19 +269,21 @@ impl RedisJournal {
         *self
             .link
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = link;
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(link);
         Ok(())
     }
 
-    fn link<T>(&self, f: impl FnOnce(&Link) -> T) -> T {
-        f(&self
+    fn link<T>(&self, f: impl FnOnce(Option<&Link>) -> T) -> T {
+        f(self
             .link
             .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner))
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref())
     }
 
-    fn conn(&self) -> ConnectionManager {
-        self.link(|link| link.manager.clone())
+    fn conn(&self) -> Result<ConnectionManager, SharedError> {
+        self.link(|link| link.map(|link| link.manager.clone()))
+            .ok_or(SharedError::NotConnected)
     }
 
     /// A connection of its own for a follower's blocking reads: a blocking
@@ -270,7 +292,9 @@ impl RedisJournal {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(2)))
             .set_response_timeout(Some(BLOCK + Duration::from_secs(2)));
-        let client = self.link(|link| link.client.clone());
+        let client = self
+            .link(|link| link.map(|link| link.client.clone()))
+            .ok_or(SharedError::NotConnected)?;
         Ok(client
             .get_multiplexed_async_connection_with_config(&config)
             .await?)
@@ -314,7 +338,7 @@ impl RedisJournal {
                 .arg(MAX_LISTED)
                 .arg(MAX_THREADS);
         }
-        let opened: i64 = invocation.invoke_async(&mut self.conn()).await?;
+        let opened: i64 = invocation.invoke_async(&mut self.conn()?).await?;
         if opened == 1 {
             Ok(())
         } else {
@@ -358,7 +382,7 @@ impl RedisJournal {
                 task.unwrap_or("").as_bytes(),
             ]))
             .arg(self.keep())
-            .invoke_async(&mut self.conn())
+            .invoke_async(&mut self.conn()?)
             .await?;
         Ok(match outcome {
             1 => Appended::Written,
@@ -376,7 +400,7 @@ impl RedisJournal {
             .scripts
             .unshare
             .key(run_key(key))
-            .invoke_async(&mut self.conn())
+            .invoke_async(&mut self.conn()?)
             .await?;
         self.release(key).await
     }
@@ -414,7 +438,7 @@ impl RedisJournal {
             .arg(millis(LEASE))
             .arg(millis(LIVE_TTL))
             .arg(self.keep())
-            .invoke_async(&mut self.conn())
+            .invoke_async(&mut self.conn()?)
             .await?;
         Ok(match held {
             1 => Renewal::Held,
@@ -431,7 +455,7 @@ impl RedisJournal {
             .scripts
             .stop
             .key(run_key(key))
-            .invoke_async(&mut self.conn())
+            .invoke_async(&mut self.conn()?)
             .await?;
         Ok(asked == 1)
     }
@@ -442,7 +466,7 @@ impl RedisJournal {
             .release
             .key(lease_key(key))
             .arg(&self.replica)
-            .invoke_async(&mut self.conn())
+            .invoke_async(&mut self.conn()?)
             .await?;
         Ok(())
     }
@@ -455,7 +479,7 @@ impl RedisJournal {
             .arg("NX")
             .arg("PX")
             .arg(millis(LEASE))
-            .query_async(&mut self.conn())
+            .query_async(&mut self.conn()?)
             .await?;
         Ok(taken.is_some())
     }
@@ -463,7 +487,7 @@ impl RedisJournal {
     pub async fn is_leased(&self, key: &str) -> Result<bool, SharedError> {
         let exists: i64 = redis::cmd("EXISTS")
             .arg(lease_key(key))
-            .query_async(&mut self.conn())
+            .query_async(&mut self.conn()?)
             .await?;
         Ok(exists == 1)
     }
@@ -472,7 +496,7 @@ impl RedisJournal {
     pub async fn find(&self, key: &str) -> Result<Option<RemoteRun>, SharedError> {
         let fields: std::collections::HashMap<String, Vec<u8>> = redis::cmd("HGETALL")
             .arg(run_key(key))
-            .query_async(&mut self.conn())
+            .query_async(&mut self.conn()?)
             .await?;
         if fields.is_empty() || fields.contains_key("unshared") {
             return Ok(None);
@@ -547,7 +571,7 @@ impl RedisJournal {
             .arg(log_key(key))
             .arg("-")
             .arg("+")
-            .query_async(&mut self.conn())
+            .query_async(&mut self.conn()?)
             .await?;
         parse_entries(reply)
     }

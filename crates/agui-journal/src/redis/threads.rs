@@ -32,7 +32,7 @@ impl RedisJournal {
             .arg(thread_key(thread))
             .arg(0)
             .arg(RUNS_PER_THREAD - 1)
-            .query_async(&mut self.conn())
+            .query_async(&mut self.conn()?)
             .await?;
         Ok(runs
             .iter()
@@ -51,7 +51,7 @@ impl RedisJournal {
         let input: Option<Vec<u8>> = redis::cmd("HGET")
             .arg(run_key(key))
             .arg("input")
-            .query_async(&mut self.conn())
+            .query_async(&mut self.conn()?)
             .await?;
         Ok(input.map(Bytes::from))
     }
@@ -72,7 +72,7 @@ impl RedisJournal {
             .ignore()
             .pexpire(&list, self.thread_lifetime() as i64)
             .ignore()
-            .query_async::<()>(&mut self.conn())
+            .query_async::<()>(&mut self.conn()?)
             .await?;
         Ok(())
     }
@@ -83,7 +83,7 @@ impl RedisJournal {
             .arg(thread_tasks_key(thread))
             .arg(0)
             .arg(-1)
-            .query_async(&mut self.conn())
+            .query_async(&mut self.conn()?)
             .await?)
     }
 
@@ -93,7 +93,7 @@ impl RedisJournal {
             .arg(thread_list_key(list))
             .arg(0)
             .arg(MAX_LISTED - 1)
-            .query_async(&mut self.conn())
+            .query_async(&mut self.conn()?)
             .await?;
         if refs.is_empty() {
             return Ok(Vec::new());
@@ -107,7 +107,7 @@ impl RedisJournal {
                 .arg("updated");
         }
         let infos: Vec<(Option<String>, Option<u64>, Option<u64>)> =
-            pipe.query_async(&mut self.conn()).await?;
+            pipe.query_async(&mut self.conn()?).await?;
         Ok(infos
             .into_iter()
             .filter_map(|(id, created, updated)| {
