@@ -95,6 +95,7 @@ pub mod forward_policy;
 mod identity_flags;
 mod limits;
 pub mod reach;
+pub mod reload;
 mod schema;
 mod upstream_auth;
 mod upstream_tls;
@@ -159,7 +160,7 @@ impl A2aVersion {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AgentConfig {
     pub name: String,
     pub upstream: Url,
