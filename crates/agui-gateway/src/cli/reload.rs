@@ -233,13 +233,24 @@ fn apply(reload: &Reload, live: &Live, background: &mut Background, why: &str) {
             changes.restart.join(", ")
         );
     }
-    let list = |names: &[String]| names.join(", ");
+    let named = [
+        ("agents added", changes.agents_added.join(", ")),
+        ("agents removed", changes.agents_removed.join(", ")),
+        ("agents changed", changes.agents_changed.join(", ")),
+        ("applied", changes.applied.join(", ")),
+    ];
+    let summary: Vec<String> = named
+        .iter()
+        .filter(|(_, names)| !names.is_empty())
+        .map(|(what, names)| format!("{what}: {names}"))
+        .collect();
+    let summary = if summary.is_empty() {
+        "nothing changed".to_owned()
+    } else {
+        summary.join("; ")
+    };
     tracing::info!(
-        agents_added = list(&changes.agents_added),
-        agents_removed = list(&changes.agents_removed),
-        agents_changed = list(&changes.agents_changed),
-        applied = changes.applied.join(", "),
-        "configuration reloaded ({why}): new requests use it, runs in flight finish on theirs"
+        "configuration reloaded ({why}): {summary}; new requests use it, runs in flight finish on theirs"
     );
 }
 
