@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::reload::Changes;
 use crate::config::{AgentConfig, Config};
 use crate::obs::metrics::Metrics;
-use crate::signing::TrustedKeys;
+use crate::signing::{Signer, TrustedKeys};
 use crate::upstream::capabilities::Fronted;
 use crate::upstream::{Agent, CardInfo};
 
@@ -26,7 +26,7 @@ pub struct AppState {
     /// One permit per open stream, held by the stream's body.
     streams: Arc<Semaphore>,
     pub config: Config,
-    pub agents: BTreeMap<String, Arc<Agent>>,
+    pub agents: Agents,
     /// `None` when authentication is off.
     pub auth: Option<Arc<Authenticator>>,
     pub rate_limit: Option<Arc<RateLimiter>>,
@@ -97,16 +97,7 @@ impl AppState {
 
     /// The state without the shared journal (tests, tools).
     pub fn new(config: Config, shutdown: Shutdown) -> Result<AppState, StartError> {
-        let keys = config
-            .card_signing
-            .load()
-            .map_err(StartError::CardSigning)?;
-        let trusted = keys.trusted.map(Arc::new);
-        let mut agents = BTreeMap::new();
-        for agent in &config.agents {
-            let agent = build_agent(agent, &config, trusted.clone())?;
-            agents.insert(agent.name().to_owned(), Arc::new(agent));
-        }
+        let (agents, card_signer) = agents_of(&config, |_| None)?;
         let journal = config
             .journal
             .backend
@@ -133,7 +124,7 @@ impl AppState {
             threads: Arc::default(),
             journal,
             redis: None,
-            card_signer: keys.signer,
+            card_signer,
             replays: Replays::default(),
             budgets: (config_budget.0 > 0).then(|| Budgets::new(config_budget.0, config_budget.1)),
         })
@@ -147,25 +138,19 @@ impl AppState {
     /// every agent whose configuration did not change (its card, its
     /// channels). A run in flight holds the state it started with.
     pub fn reloaded(&self, config: Config, changes: &Changes) -> Result<AppState, StartError> {
-        let keys = config
-            .card_signing
-            .load()
-            .map_err(StartError::CardSigning)?;
-        let trusted = keys.trusted.map(Arc::new);
-        let mut agents = BTreeMap::new();
-        for agent in &config.agents {
-            let kept = self.agents.get(&agent.name).filter(|_| {
-                !changes.rebuilds_agents() && !changes.agents_changed.contains(&agent.name)
-            });
-            let agent = match kept {
-                Some(kept) => kept.clone(),
-                None => {
-                    let built = build_agent(agent, &config, trusted.clone())?;
-                    count_agent(&self.metrics, &agent.name, &built);
-                    Arc::new(built)
-                }
-            };
-            agents.insert(agent.name().to_owned(), agent);
+        let (agents, card_signer) = agents_of(&config, |name| {
+            let changed =
+                changes.rebuilds_agents() || changes.agents_changed.iter().any(|n| n == name);
+            self.agents.get(name).filter(|_| !changed).cloned()
+        })?;
+        for (name, agent) in &agents {
+            if !self
+                .agents
+                .get(name)
+                .is_some_and(|was| Arc::ptr_eq(was, agent))
+            {
+                count_agent(&self.metrics, name, agent);
+            }
         }
         // The keys file may hold a rotated key under the same path.
         let auth = if changes.applied.contains(&"auth")
@@ -206,7 +191,7 @@ impl AppState {
             threads: self.threads.clone(),
             journal: self.journal.clone(),
             redis: self.redis.clone(),
-            card_signer: keys.signer,
+            card_signer,
             replays: self.replays.clone(),
             budgets,
         })
@@ -308,6 +293,31 @@ impl AppState {
                 instead: instead.to_owned(),
             })
     }
+}
+
+/// The agents served, by name.
+type Agents = BTreeMap<String, Arc<Agent>>;
+
+/// The agents of `config` (reusing those `kept` gives), and the
+/// gateway's card signer.
+fn agents_of(
+    config: &Config,
+    kept: impl Fn(&str) -> Option<Arc<Agent>>,
+) -> Result<(Agents, Option<Signer>), StartError> {
+    let keys = config
+        .card_signing
+        .load()
+        .map_err(StartError::CardSigning)?;
+    let trusted = keys.trusted.map(Arc::new);
+    let mut agents = BTreeMap::new();
+    for agent in &config.agents {
+        let agent = match kept(&agent.name) {
+            Some(kept) => kept,
+            None => Arc::new(build_agent(agent, config, trusted.clone())?),
+        };
+        agents.insert(agent.name().to_owned(), agent);
+    }
+    Ok((agents, keys.signer))
 }
 
 /// One configured agent, its `headers_env` read from the environment.

@@ -45,80 +45,43 @@ const AGENT_INPUTS: [&str; 4] = [
 /// as it runs.
 pub fn settle(old: &Config, new: &mut Config) -> Changes {
     let mut changes = Changes::default();
-    let mut restart = |key: &'static str, differs: bool| {
-        if differs {
-            changes.restart.push(key);
-        }
-        differs
-    };
-    if restart("listen", old.listen != new.listen) {
-        new.listen = old.listen;
-    }
-    if restart("admin_listen", old.admin_listen != new.admin_listen) {
-        new.admin_listen = old.admin_listen;
-    }
-    // The certificate files themselves are re-read when they change.
-    if restart("tls", old.tls != new.tls) {
-        new.tls = old.tls.clone();
-    }
-    if restart("journal", old.journal.backend != new.journal.backend) {
-        new.journal.backend = old.journal.backend.clone();
-    }
-    if restart(
-        "limits.journal_*",
-        !same(&old.journal.limits, &new.journal.limits),
-    ) {
-        new.journal.limits = old.journal.limits;
-    }
     // A random id is drawn at every read: only one given counts as a change.
     let drawn = |id: &str| id.strip_prefix("agui-gateway-").is_some_and(is_drawn);
     if drawn(&old.gateway_id) && drawn(&new.gateway_id) {
         new.gateway_id = old.gateway_id.clone();
     }
-    if restart("gateway_id", old.gateway_id != new.gateway_id) {
-        new.gateway_id = old.gateway_id.clone();
+    // Named, and put back as it runs.
+    macro_rules! restart {
+        ($key:literal, $($field:ident).+) => {
+            if old.$($field).+ != new.$($field).+ {
+                changes.restart.push($key);
+                new.$($field).+ = old.$($field).+.clone();
+            }
+        };
     }
-    if restart("otlp_endpoint", old.otlp_endpoint != new.otlp_endpoint) {
-        new.otlp_endpoint = old.otlp_endpoint.clone();
+    restart!("listen", listen);
+    restart!("admin_listen", admin_listen);
+    // The certificate files themselves are re-read when they change.
+    restart!("tls", tls);
+    restart!("journal", journal.backend);
+    if !same(&old.journal.limits, &new.journal.limits) {
+        changes.restart.push("limits.journal_*");
+        new.journal.limits = old.journal.limits;
     }
-    if restart(
-        "shutdown_grace_secs",
-        old.shutdown_grace != new.shutdown_grace,
-    ) {
-        new.shutdown_grace = old.shutdown_grace;
-    }
-    if restart("drain_delay_secs", old.drain_delay != new.drain_delay) {
-        new.drain_delay = old.drain_delay;
-    }
-    let (was, limits) = (&old.limits, &mut new.limits);
+    restart!("gateway_id", gateway_id);
+    restart!("otlp_endpoint", otlp_endpoint);
+    restart!("shutdown_grace_secs", shutdown_grace);
+    restart!("drain_delay_secs", drain_delay);
     // The listener's bounds, and the stream cap its count is kept against.
-    if restart("limits.max_streams", was.max_streams != limits.max_streams) {
-        limits.max_streams = was.max_streams;
-    }
-    if restart(
-        "limits.max_connections",
-        was.max_connections != limits.max_connections,
-    ) {
-        limits.max_connections = was.max_connections;
-    }
-    if restart(
-        "limits.max_request_bytes",
-        was.max_request_bytes != limits.max_request_bytes,
-    ) {
-        limits.max_request_bytes = was.max_request_bytes;
-    }
-    if restart(
+    restart!("limits.max_streams", limits.max_streams);
+    restart!("limits.max_connections", limits.max_connections);
+    restart!("limits.max_request_bytes", limits.max_request_bytes);
+    restart!(
         "limits.header_read_timeout_secs",
-        was.header_read_timeout != limits.header_read_timeout,
-    ) {
-        limits.header_read_timeout = was.header_read_timeout;
-    }
-    if restart(
-        "limits.write_timeout_secs",
-        was.write_timeout != limits.write_timeout,
-    ) {
-        limits.write_timeout = was.write_timeout;
-    }
+        limits.header_read_timeout
+    );
+    restart!("limits.write_timeout_secs", limits.write_timeout);
+    let was = &old.limits;
     let limits = &new.limits;
     let applied = [
         ("public_url", old.public_url != new.public_url),
