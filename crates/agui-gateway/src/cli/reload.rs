@@ -226,6 +226,9 @@ fn apply(reload: &Reload, live: &Live, background: &mut Background, why: &str) {
     };
     live.swap(new.clone());
     background.follow(Some(&old), &new);
+    for name in &changes.agents_removed {
+        old.metrics.forget_agent(name);
+    }
     old.metrics.count_reload(true);
     if !changes.restart.is_empty() {
         tracing::warn!(

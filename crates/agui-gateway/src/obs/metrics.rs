@@ -413,6 +413,12 @@ impl Metrics {
         let _ = self.stream_metrics(agent);
     }
 
+    /// `agent` is no longer served (a reload removed it): its
+    /// `agent_up` goes, so that it does not read as up; its counters stay.
+    pub fn forget_agent(&self, agent: &str) {
+        let _ = self.agent_up.remove_label_values(&[agent]);
+    }
+
     /// A converted stream of `agent` opens: its series, resolved once.
     pub fn stream_started(&self, agent: &str) -> ActiveStream {
         let metrics = self.stream_metrics(agent);

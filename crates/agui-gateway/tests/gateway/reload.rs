@@ -270,6 +270,16 @@ async fn a_changed_file_is_reloaded_without_sighup_as_a_configmap_changes_it() {
     until_served(&gw, "b", false, Duration::from_secs(5)).await;
     tokio::time::sleep(Duration::from_millis(2500)).await;
     until_counted(&gw, 2, 1, Duration::from_secs(1)).await;
+    // A removed agent does not read as up; the others' series stay.
+    let metrics = metrics_of(&gw).await;
+    assert!(
+        !metrics.contains("agui_gateway_agent_up{agent=\"b\"}"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("agui_gateway_agent_up{agent=\"a\"}"),
+        "{metrics}"
+    );
 }
 
 /// Whether `key` is let in (an agent list, which needs a caller).
