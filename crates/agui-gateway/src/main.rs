@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 mod cli {
     pub mod convert;
     pub mod demo;
+    pub mod reload;
     pub mod serve;
 }
 
@@ -111,8 +112,15 @@ fn main() -> anyhow::Result<()> {
             let workers = cli.serve.workers;
             let log = cli.serve.log.log_format;
             logged(log, || {
+                // A reload reads the configuration as this start does.
+                let again = cli.serve.clone();
+                let reload = cli::reload::Reload {
+                    watched: again.config.clone(),
+                    read: Box::new(move || again.clone().into_config()),
+                };
                 let config = cli.serve.into_config()?;
-                run_to_exit(runtime(workers)?, cli::serve::serve(config, None, log))
+                let serving = cli::serve::serve(config, None, log, Some(reload));
+                run_to_exit(runtime(workers)?, serving)
             })
         }
     }

@@ -15,8 +15,10 @@ use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
+use crate::config::reload::Changes;
+use crate::config::{AgentConfig, Config};
 use crate::obs::metrics::Metrics;
+use crate::signing::{Signer, TrustedKeys};
 use crate::upstream::capabilities::Fronted;
 use crate::upstream::{Agent, CardInfo};
 
@@ -24,13 +26,13 @@ pub struct AppState {
     /// One permit per open stream, held by the stream's body.
     streams: Arc<Semaphore>,
     pub config: Config,
-    pub agents: BTreeMap<String, Arc<Agent>>,
+    pub agents: Agents,
     /// `None` when authentication is off.
-    pub auth: Option<Authenticator>,
-    pub rate_limit: Option<RateLimiter>,
+    pub auth: Option<Arc<Authenticator>>,
+    pub rate_limit: Option<Arc<RateLimiter>>,
     pub metrics: Arc<Metrics>,
     pub shutdown: Shutdown,
-    pub threads: Threads,
+    pub threads: Arc<Threads>,
     /// Converted runs, for reconnects, detached runs and `connect`
     /// (`None` with `journal = "off"`).
     pub journal: Option<MemoryJournal>,
@@ -107,28 +109,7 @@ impl AppState {
 
     /// The state without the shared journal (tests, tools).
     pub fn new(config: Config, shutdown: Shutdown) -> Result<AppState, StartError> {
-        let keys = config
-            .card_signing
-            .load()
-            .map_err(StartError::CardSigning)?;
-        let trusted = keys.trusted.map(Arc::new);
-        let mut agents = BTreeMap::new();
-        for agent in &config.agents {
-            let mut agent = agent.clone();
-            for (header, variable) in std::mem::take(&mut agent.headers_env) {
-                let value = std::env::var(&variable)
-                    .ok()
-                    .filter(|v| axum::http::HeaderValue::from_str(v).is_ok())
-                    .ok_or_else(|| StartError::HeaderEnv {
-                        agent: agent.name.clone(),
-                        header: header.clone(),
-                        variable: variable.clone(),
-                    })?;
-                agent.headers.push((header, value));
-            }
-            let agent = Agent::new(agent, &config.gateway_id, &config.limits, trusted.clone())?;
-            agents.insert(agent.name().to_owned(), Arc::new(agent));
-        }
+        let (agents, card_signer) = agents_of(&config, |_| None)?;
         let journal = config
             .journal
             .backend
@@ -140,32 +121,92 @@ impl AppState {
         );
         let metrics = Metrics::default();
         for (name, agent) in &agents {
-            metrics.register_agent(name);
-            if let Some(credentials) = &agent.credentials {
-                credentials.count_into(metrics.token_counters(name));
-            }
+            count_agent(&metrics, name, agent);
         }
         Ok(AppState {
             streams: Arc::new(Semaphore::new(config.limits.max_streams)),
-            auth: Authenticator::load(
-                &config.auth,
-                FetchLimits {
-                    timeout: config.limits.card_timeout,
-                    max_bytes: config.limits.max_card_bytes,
-                },
-            )?,
-            rate_limit: config.rate_limit.map(RateLimiter::new),
+            auth: authenticator(&config)?,
+            rate_limit: config
+                .rate_limit
+                .map(|limit| Arc::new(RateLimiter::new(limit))),
             config,
             agents,
             metrics: Arc::new(metrics),
             shutdown,
-            threads: Threads::default(),
+            threads: Arc::default(),
             journal,
             redis: None,
-            card_signer: keys.signer,
+            card_signer,
             replays: Replays::default(),
             budgets: (config_budget.0 > 0).then(|| Budgets::new(config_budget.0, config_budget.1)),
             journal_health: None,
+        })
+    }
+
+    /// The state new requests get after a reload to `config` (`settle`d
+    /// against this one: `changes`). What runs keep across it is shared:
+    /// the journals, the metrics, the stream cap and its count, the
+    /// shutdown, threads and replays, the budgets' counts (under the new
+    /// limit and window), the rate limiter while its settings stay, and
+    /// every agent whose configuration did not change (its card, its
+    /// channels). A run in flight holds the state it started with.
+    pub fn reloaded(&self, config: Config, changes: &Changes) -> Result<AppState, StartError> {
+        let (agents, card_signer) = agents_of(&config, |name| {
+            let changed =
+                changes.rebuilds_agents() || changes.agents_changed.iter().any(|n| n == name);
+            self.agents.get(name).filter(|_| !changed).cloned()
+        })?;
+        for (name, agent) in &agents {
+            if !self
+                .agents
+                .get(name)
+                .is_some_and(|was| Arc::ptr_eq(was, agent))
+            {
+                count_agent(&self.metrics, name, agent);
+            }
+        }
+        // The keys file may hold a rotated key under the same path.
+        let auth = if changes.applied.contains(&"auth")
+            || changes.rebuilds_agents()
+            || config.auth.api_keys_file.is_some()
+        {
+            authenticator(&config)?
+        } else {
+            self.auth.clone()
+        };
+        let rate_limit = if changes.applied.contains(&"rate_limit") {
+            config
+                .rate_limit
+                .map(|limit| Arc::new(RateLimiter::new(limit)))
+        } else {
+            self.rate_limit.clone()
+        };
+        let (budget, window) = (
+            config.limits.token_budget,
+            config.limits.token_budget_window,
+        );
+        let budgets = match &self.budgets {
+            _ if budget == 0 => None,
+            Some(budgets) => Some(budgets.resized(budget, window)),
+            None => Some(match &self.redis {
+                Some(journal) => Budgets::new(budget, window).shared_by(journal.clone()),
+                None => Budgets::new(budget, window),
+            }),
+        };
+        Ok(AppState {
+            streams: self.streams.clone(),
+            auth,
+            rate_limit,
+            config,
+            agents,
+            metrics: self.metrics.clone(),
+            shutdown: self.shutdown.clone(),
+            threads: self.threads.clone(),
+            journal: self.journal.clone(),
+            redis: self.redis.clone(),
+            card_signer,
+            replays: self.replays.clone(),
+            budgets,
         })
     }
 
@@ -265,6 +306,73 @@ impl AppState {
                 instead: instead.to_owned(),
             })
     }
+}
+
+/// The agents served, by name.
+type Agents = BTreeMap<String, Arc<Agent>>;
+
+/// The agents of `config` (reusing those `kept` gives), and the
+/// gateway's card signer.
+fn agents_of(
+    config: &Config,
+    kept: impl Fn(&str) -> Option<Arc<Agent>>,
+) -> Result<(Agents, Option<Signer>), StartError> {
+    let keys = config
+        .card_signing
+        .load()
+        .map_err(StartError::CardSigning)?;
+    let trusted = keys.trusted.map(Arc::new);
+    let mut agents = BTreeMap::new();
+    for agent in &config.agents {
+        let agent = match kept(&agent.name) {
+            Some(kept) => kept,
+            None => Arc::new(build_agent(agent, config, trusted.clone())?),
+        };
+        agents.insert(agent.name().to_owned(), agent);
+    }
+    Ok((agents, keys.signer))
+}
+
+/// One configured agent, its `headers_env` read from the environment.
+fn build_agent(
+    agent: &AgentConfig,
+    config: &Config,
+    trusted: Option<Arc<TrustedKeys>>,
+) -> Result<Agent, StartError> {
+    let mut agent = agent.clone();
+    for (header, variable) in std::mem::take(&mut agent.headers_env) {
+        let value = std::env::var(&variable)
+            .ok()
+            .filter(|v| axum::http::HeaderValue::from_str(v).is_ok())
+            .ok_or_else(|| StartError::HeaderEnv {
+                agent: agent.name.clone(),
+                header: header.clone(),
+                variable: variable.clone(),
+            })?;
+        agent.headers.push((header, value));
+    }
+    Ok(Agent::new(
+        agent,
+        &config.gateway_id,
+        &config.limits,
+        trusted,
+    )?)
+}
+
+/// An agent's series, at 0 from when it is served.
+fn count_agent(metrics: &Metrics, name: &str, agent: &Agent) {
+    metrics.register_agent(name);
+    if let Some(credentials) = &agent.credentials {
+        credentials.count_into(metrics.token_counters(name));
+    }
+}
+
+fn authenticator(config: &Config) -> Result<Option<Arc<Authenticator>>, AuthSetupError> {
+    let limits = FetchLimits {
+        timeout: config.limits.card_timeout,
+        max_bytes: config.limits.max_card_bytes,
+    };
+    Ok(Authenticator::load(&config.auth, limits)?.map(Arc::new))
 }
 
 /// A URL without its password, for messages.

@@ -38,7 +38,8 @@ pub struct Budgets {
     /// Tokens per caller and window.
     budget: u64,
     window_secs: u64,
-    book: Mutex<SpendBook>,
+    /// Shared with the `resized` budgets a reload makes.
+    book: Arc<Mutex<SpendBook>>,
     shared: Option<Arc<RedisJournal>>,
 }
 
@@ -48,7 +49,7 @@ impl Budgets {
         Budgets {
             budget,
             window_secs: window.as_secs().max(1),
-            book: Mutex::new(SpendBook::new(MAX_CALLERS)),
+            book: Arc::new(Mutex::new(SpendBook::new(MAX_CALLERS))),
             shared: None,
         }
     }
@@ -58,6 +59,18 @@ impl Budgets {
         Budgets {
             shared: Some(journal),
             ..self
+        }
+    }
+
+    /// The same counts under a new `budget` and `window` (a reload): what
+    /// callers spent in the current window stays spent while the window
+    /// keeps its length; a window of another length starts afresh.
+    pub fn resized(&self, budget: u64, window: Duration) -> Budgets {
+        Budgets {
+            budget,
+            window_secs: window.as_secs().max(1),
+            book: self.book.clone(),
+            shared: self.shared.clone(),
         }
     }
 

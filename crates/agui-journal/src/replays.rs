@@ -106,6 +106,8 @@ struct Book {
     out: HashMap<Reader, usize>,
 }
 
+/// Clones share the replays held (a reload's state keeps them).
+#[derive(Clone)]
 pub struct Replays {
     book: Arc<Mutex<Book>>,
     /// `MAX_HELD` in KiB.

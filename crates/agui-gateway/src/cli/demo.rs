@@ -97,7 +97,7 @@ pub async fn demo(
          stop with Ctrl-C"
         )
     };
-    let served = serve(config, Some(Box::new(banner)), log).await;
+    let served = serve(config, Some(Box::new(banner)), log, None).await;
     // The key is this run's only: it goes with it.
     if let Some(dir) = made_dir {
         let _ = std::fs::remove_dir_all(dir);

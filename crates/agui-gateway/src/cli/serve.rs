@@ -9,17 +9,24 @@ use agui_edge::listener;
 use agui_edge::listener::{ConnectionLimits, DrainSignals};
 use agui_edge::tls::EdgeTls;
 use agui_gateway::config::Config;
-use agui_gateway::http::router;
 use agui_gateway::obs::logging::{LogFormat as Log, announce};
 use agui_gateway::state::{AppState, Shutdown};
 use anyhow::Context;
+
+use super::reload::{Background, Hangup, Live, Reload};
 
 /// What is printed once the gateway listens, from the address it got.
 pub type Banner = Box<dyn FnOnce(std::net::SocketAddr) -> String + Send>;
 
 /// Serves until SIGTERM or Ctrl-C: then stops accepting, lets open streams
-/// run for the grace period, ends the rest with RUN_ERROR and exits.
-pub async fn serve(config: Config, banner: Option<Banner>, log: Log) -> anyhow::Result<()> {
+/// run for the grace period, ends the rest with RUN_ERROR and exits. With
+/// `reload`, SIGHUP and a change of the file re-read the configuration.
+pub async fn serve(
+    config: Config,
+    banner: Option<Banner>,
+    log: Log,
+    reload: Option<Reload>,
+) -> anyhow::Result<()> {
     let shutdown = Shutdown::default();
     let timing = Drain {
         grace: config.shutdown_grace,
@@ -46,23 +53,8 @@ pub async fn serve(config: Config, banner: Option<Banner>, log: Log) -> anyhow::
         None => None,
     };
     let state = Arc::new(AppState::build(config, shutdown.clone()).await?);
-    for agent in state.agents.values() {
-        agent.spawn_card_refresh(shutdown.stop.clone());
-        agent.spawn_tls_watch(shutdown.stop.clone());
-    }
-    if state.auth.is_some() {
-        // In the background: an identity provider that is slow to answer
-        // must not hold the listener closed.
-        let state = state.clone();
-        tokio::spawn(async move {
-            if let Some(auth) = &state.auth {
-                auth.warm_up().await;
-            }
-        });
-    }
-    if let Some(limiter) = &state.rate_limit {
-        limiter.spawn_cleanup(shutdown.stop.clone());
-    }
+    let background = Background::start(&state, shutdown.stop.clone());
+    let live = Live::new(state.clone());
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("gateway cannot listen on {listen}"))?;
@@ -79,6 +71,7 @@ pub async fn serve(config: Config, banner: Option<Banner>, log: Log) -> anyhow::
     };
     // Tests and scripts wait for this line ("listening on http://…").
     let signals = Signals::install();
+    let hangup = reload.as_ref().map(|_| Hangup::install());
     announce(
         log,
         &format!("agui-gateway listening on {scheme}://{local}"),
@@ -100,13 +93,23 @@ pub async fn serve(config: Config, banner: Option<Banner>, log: Log) -> anyhow::
         move || state.is_idle()
     };
     tokio::spawn(watch_signals(signals, shutdown.clone(), timing, idle));
+    if let (Some(reload), Some(hangup)) = (reload, hangup) {
+        let stop = shutdown.stop.clone();
+        tokio::spawn(super::reload::watch(
+            reload,
+            hangup,
+            live.clone(),
+            background,
+            stop,
+        ));
+    }
     if let Some(admin) = admin {
         // Probes must answer while the main listener is full: a cap of its own.
         let admin_limits = ConnectionLimits {
             max_connections: 256,
             ..limits
         };
-        let app = router::admin_router(state.clone());
+        let app = live.admin();
         let metrics = state.metrics.clone();
         // Probes are answered through the drain (readiness says 503).
         let drain = DrainSignals {
@@ -122,7 +125,7 @@ pub async fn serve(config: Config, banner: Option<Banner>, log: Log) -> anyhow::
             None,
         ));
     }
-    let app = router::router(state.clone());
+    let app = live.app();
     if let Some(tls) = &tls {
         tls.clone().spawn_watch(shutdown.stop.clone());
     }

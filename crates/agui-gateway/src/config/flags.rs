@@ -41,7 +41,7 @@ macro_rules! invalid {
     };
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// The A2A agent to front (one agent; use --config for several).
     #[arg(long, env = "AGUI_GATEWAY_UPSTREAM")]
@@ -182,7 +182,7 @@ pub struct LogArgs {
 }
 
 /// The edge: limits, trusted proxies, authentication (docs/security.md).
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct EdgeArgs {
     /// A second address for /healthz, /readyz and /metrics (then not on --listen).
     #[arg(long, env = "AGUI_GATEWAY_ADMIN_LISTEN")]
@@ -242,7 +242,7 @@ pub struct EdgeArgs {
 }
 
 /// Browser access (docs/security.md, docs/guides/browser.md).
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct CorsArgs {
     /// Origins whose pages may call the gateway, comma-separated: `https://app.example.com`, `https://*.example.com`, `http://localhost:*` or `*` (replaces [cors] allow_origins).
     #[arg(long, env = "AGUI_GATEWAY_CORS_ORIGINS", value_delimiter = ',')]

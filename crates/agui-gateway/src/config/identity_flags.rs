@@ -10,7 +10,7 @@ use url::Url;
 use super::{ClientAuth, Config, OAuthClient, Secret, UpstreamAuth};
 use crate::signing::Policy;
 
-#[derive(Args)]
+#[derive(Clone, Args)]
 pub struct IdentityArgs {
     /// The --upstream agent is called with an OAuth2 token the gateway gets as this client (client credentials; see --upstream-token-exchange).
     #[arg(

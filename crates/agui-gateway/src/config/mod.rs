@@ -96,6 +96,7 @@ mod identity_flags;
 pub mod journal_access;
 mod limits;
 pub mod reach;
+pub mod reload;
 mod schema;
 mod upstream_auth;
 mod upstream_tls;
@@ -160,7 +161,7 @@ impl A2aVersion {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AgentConfig {
     pub name: String,
     pub upstream: Url,

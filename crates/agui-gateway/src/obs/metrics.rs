@@ -122,6 +122,7 @@ pub struct Metrics {
     card_signature: IntGaugeVec,
     budget_refusals: IntCounterVec,
     budget_errors: IntCounterVec,
+    config_reloads: IntCounterVec,
     /// Each agent's event counters, resolved once.
     streams: Mutex<HashMap<String, Arc<StreamMetrics>>>,
 }
@@ -340,6 +341,18 @@ impl Metrics {
                 "Token budget checks (a run went on unchecked) and charges (a run's tokens were not counted) the shared journal (Redis) did not answer, by op (check, charge).",
                 &["op"],
             ),
+            config_reloads: {
+                let reloads = counter_vec(
+                    r,
+                    "agui_gateway_config_reloads_total",
+                    "Configuration reloads (SIGHUP or a change of the --config file), by result: ok (applied) or error (refused; the last good configuration serves on).",
+                    &["result"],
+                );
+                for result in ["ok", "error"] {
+                    let _ = reloads.with_label_values(&[result]);
+                }
+                reloads
+            },
             streams: Mutex::new(HashMap::new()),
             registry,
         }
@@ -372,6 +385,13 @@ impl Metrics {
         self.budget_errors.with_label_values(&[op]).inc();
     }
 
+    /// A configuration reload was applied (`ok`) or refused (`error`);
+    /// both series exist from the start, at 0.
+    pub fn count_reload(&self, applied: bool) {
+        let result = if applied { "ok" } else { "error" };
+        self.config_reloads.with_label_values(&[result]).inc();
+    }
+
     /// A run whose client went away went on, journaled, for a reconnect.
     pub fn count_detached(&self) {
         self.detached_runs.inc();
@@ -391,6 +411,12 @@ impl Metrics {
     /// replica shows `agui_gateway_active_streams{agent} 0`, not nothing.
     pub fn register_agent(&self, agent: &str) {
         let _ = self.stream_metrics(agent);
+    }
+
+    /// `agent` is no longer served (a reload removed it): its
+    /// `agent_up` goes, so that it does not read as up; its counters stay.
+    pub fn forget_agent(&self, agent: &str) {
+        let _ = self.agent_up.remove_label_values(&[agent]);
     }
 
     /// A converted stream of `agent` opens: its series, resolved once.

@@ -164,7 +164,11 @@ fn config_for(up: SocketAddr, extra: &str) -> std::path::PathBuf {
             "[agents.{name}]\nupstream = \"http://{up}/{name}/\"\nheaders = {{ \"X-Upstream-Secret\" = \"S3CRET\" }}\n"
         ));
     }
-    write_config(&format!("hardening-{}.toml", up.port()), &text)
+    // A file of its own per gateway: a gateway reloads the file it was
+    // started with when it changes.
+    static FILES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    write_config(&format!("hardening-{}-{n}.toml", up.port()), &text)
 }
 
 fn start(config: &std::path::Path, log: Option<&std::path::Path>) -> Process {

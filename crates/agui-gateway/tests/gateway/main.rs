@@ -47,6 +47,7 @@ mod polling_in_process;
 mod polling_survives;
 mod proc;
 mod readme;
+mod reload;
 mod replicas;
 mod resume;
 mod streaming;

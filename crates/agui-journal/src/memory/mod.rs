@@ -20,6 +20,8 @@ use crate::threads::{ThreadBook, ThreadSummary};
 /// Expired runs are swept at most this often (a sweep visits every run).
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
+/// Clones share one journal (a reload's state keeps its runs).
+#[derive(Clone)]
 pub struct MemoryJournal {
     shared: Arc<Shared>,
 }
