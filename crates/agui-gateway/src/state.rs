@@ -81,26 +81,21 @@ impl AppState {
         let mut state = AppState::new(config, shutdown)?;
         if let crate::config::Backend::Redis(url) = &state.config.journal.backend {
             let files = &state.config.journal.access;
-            let journal_error = |message: String| StartError::Journal {
-                url: redacted(url),
-                message,
-            };
             let access = crate::config::journal_access::read(files, std::time::SystemTime::now())
-                .map_err(|err| journal_error(err.to_string()))?;
+                .map_err(|err| StartError::Journal {
+                url: crate::config::journal_access::redacted(url),
+                message: err.to_string(),
+            })?;
             // A journal that cannot be used does not stop the start: the
             // gateway says why (`/readyz`, the log) and keeps trying.
-            let journal = Arc::new(RedisJournal::unconnected(
+            let (id, limits) = (
                 state.config.gateway_id.clone(),
                 &state.config.journal.limits,
-            ));
-            let health = crate::config::journal_access::keep(
-                journal.clone(),
-                url.clone(),
-                files.clone(),
-                access,
-            )
-            .await;
-            state.journal_health = Some(health);
+            );
+            let journal = Arc::new(RedisJournal::unconnected(id, limits));
+            let (url, files) = (url.clone(), files.clone());
+            let health = crate::config::journal_access::keep(journal.clone(), url, files, access);
+            state.journal_health = Some(health.await);
             state.budgets = state.budgets.take().map(|b| b.shared_by(journal.clone()));
             state.redis = Some(journal);
         }
@@ -207,6 +202,7 @@ impl AppState {
             card_signer,
             replays: self.replays.clone(),
             budgets,
+            journal_health: self.journal_health.clone(),
         })
     }
 
@@ -376,14 +372,6 @@ fn authenticator(config: &Config) -> Result<Option<Arc<Authenticator>>, AuthSetu
 }
 
 /// A URL without its password, for messages.
-fn redacted(url: &url::Url) -> String {
-    let mut url = url.clone();
-    if url.password().is_some() {
-        let _ = url.set_password(Some("***"));
-    }
-    url.to_string()
-}
-
 /// No place for one more stream: `max` are open.
 #[derive(Debug, thiserror::Error)]
 #[error("{max} streams are open, the configured maximum")]

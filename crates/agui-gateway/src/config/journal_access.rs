@@ -31,6 +31,15 @@ pub enum AccessError {
     Password(String),
 }
 
+/// The journal's URL as it may be shown: its password starred.
+pub fn redacted(url: &Url) -> String {
+    let mut url = url.clone();
+    if url.password().is_some() {
+        let _ = url.set_password(Some("***"));
+    }
+    url.to_string()
+}
+
 /// The files' content, checked at `now`.
 pub fn read(files: &RedisAccessFiles, now: SystemTime) -> Result<RedisAccess, AccessError> {
     let tls = UpstreamTls {

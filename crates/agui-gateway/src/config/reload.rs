@@ -64,6 +64,8 @@ pub fn settle(old: &Config, new: &mut Config) -> Changes {
     // The certificate files themselves are re-read when they change.
     restart!("tls", tls);
     restart!("journal", journal.backend);
+    // Where its access files are (their content is re-read as it changes).
+    restart!("journal_tls", journal.access);
     if !same(&old.journal.limits, &new.journal.limits) {
         changes.restart.push("limits.journal_*");
         new.journal.limits = old.journal.limits;
