@@ -407,16 +407,30 @@ impl ServeArgs {
                 flag.clone_from(value);
             }
         }
-        if [
-            &args.journal_ca_file,
-            &args.journal_client_cert,
-            &args.journal_password_file,
-        ]
-        .iter()
-        .any(|given| given.is_some())
-        {
+        let tls_given = args.journal_ca_file.is_some() || args.journal_client_cert.is_some();
+        let rediss = matches!(&config.journal.backend,
+            crate::config::Backend::Redis(url) if url.scheme() == "rediss");
+        if tls_given && !rediss {
+            bail!(
+                "--journal-ca-file, --journal-client-cert: the journal is not a rediss:// URL (TLS)"
+            );
+        }
+        if tls_given || args.journal_password_file.is_some() {
             super::journal_access::read(&config.journal.access, std::time::SystemTime::now())
-                .map_err(|why| invalid!("--journal-{why}"))?;
+                .map_err(|why| {
+                    // The file's key, as the flag that named it.
+                    let why = why.to_string();
+                    let flag = [
+                        ("ca_file", "--journal-ca-file"),
+                        ("client_cert", "--journal-client-cert"),
+                        ("client_key", "--journal-client-key"),
+                        ("journal_password_file", "--journal-password-file"),
+                    ]
+                    .into_iter()
+                    .find(|(key, _)| why.starts_with(key))
+                    .map_or("--journal", |(_, flag)| flag);
+                    invalid!("{flag}: {why}")
+                })?;
         }
         args.edge.apply(&mut config)?;
         args.identity

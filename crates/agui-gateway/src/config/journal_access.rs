@@ -97,12 +97,13 @@ impl JournalHealth {
         }
         match (&next, now.is_some()) {
             (Some(why), _) if why.misconfigured => tracing::error!(
-                "the shared journal cannot be used as configured, runs are not shared (/readyz says so): {}",
-                why.reason
+                "the shared journal cannot be used as configured, runs are not shared (/readyz says so): {}: {}",
+                why.reason,
+                why.detail
             ),
             (Some(why), _) => tracing::warn!(
-                "the shared journal (Redis) cannot be reached, runs go on unshared: {}",
-                why.reason
+                "the shared journal cannot be used now, runs go on unshared: {}",
+                why.detail
             ),
             (None, true) => tracing::info!("the shared journal works again: runs are shared"),
             (None, false) => {}
@@ -134,28 +135,38 @@ pub async fn keep(
     runtime.spawn(async move {
         let mut seen = FileStamp::of(files.files());
         let mut access = access;
+        // Files read but not connected with yet: tried until they work,
+        // and reported all along (the link that works stays meanwhile).
+        let mut pending = false;
         loop {
-            let wait = match kept.unusable() {
-                Some(_) => CHECK_WHILE_FAILING,
-                None => CHECK_WHILE_WORKING,
+            let failing = kept.unusable().is_some();
+            let wait = if failing {
+                CHECK_WHILE_FAILING
+            } else {
+                CHECK_WHILE_WORKING
             };
             tokio::time::sleep(wait).await;
             let stamp = FileStamp::of(files.files());
-            let changed = stamp != seen;
-            if changed {
+            if stamp != seen {
                 seen = stamp;
                 match read(&files, SystemTime::now()) {
-                    Ok(read) => access = read,
+                    Ok(read) => {
+                        access = read;
+                        pending = true;
+                    }
                     Err(err) => tracing::warn!(
                         "the shared journal's access files changed but do not read, the ones that worked stay: {err}"
                     ),
                 }
             }
-            let checked = if changed || !journal.is_connected() {
+            // A link that failed is made anew: a failover may have moved
+            // the name, or a password may have changed while Redis was down.
+            let checked = if pending || failing || !journal.is_connected() {
                 reach(&journal, &url, &access).await
             } else {
                 journal.check().await
             };
+            pending &= checked.is_err();
             kept.set(checked);
         }
     });

@@ -118,6 +118,13 @@ pub(super) fn journal_config(
     if let Some(file) = &file.journal_password_file {
         journal.access.password_file = Some(file.get_ref().into());
     }
+    let plain = !matches!(&journal.backend, Backend::Redis(url) if url.scheme() == "rediss");
+    if plain && let Some(tls) = &file.journal_tls {
+        return Err(at(
+            tls.span(),
+            "journal_tls: the journal is not a rediss:// URL (TLS)".to_owned(),
+        ));
+    }
     // Read now, so that check-config and the start refuse what every
     // connection would: the key at fault, at its line.
     if let Err(why) = super::journal_access::read(&journal.access, std::time::SystemTime::now()) {

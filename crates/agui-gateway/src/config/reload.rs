@@ -65,7 +65,10 @@ pub fn settle(old: &Config, new: &mut Config) -> Changes {
     restart!("tls", tls);
     restart!("journal", journal.backend);
     // Where its access files are (their content is re-read as it changes).
-    restart!("journal_tls", journal.access);
+    restart!("journal_tls.ca_file", journal.access.ca_file);
+    restart!("journal_tls.client_cert", journal.access.client_cert);
+    restart!("journal_tls.client_key", journal.access.client_key);
+    restart!("journal_password_file", journal.access.password_file);
     if !same(&old.journal.limits, &new.journal.limits) {
         changes.restart.push("limits.journal_*");
         new.journal.limits = old.journal.limits;

@@ -64,7 +64,13 @@ fn with_system_roots(extra: &[u8]) -> Vec<u8> {
     let system = rustls_native_certs::load_native_certs();
     let mut pem = Vec::with_capacity(system.certs.len() * 2048 + extra.len());
     let engine = base64::engine::general_purpose::STANDARD;
-    for cert in &system.certs {
+    // Only roots the TLS library takes: one it refuses would refuse them all.
+    let mut taken = rustls::RootCertStore::empty();
+    for cert in system
+        .certs
+        .iter()
+        .filter(|c| taken.add((*c).clone()).is_ok())
+    {
         pem.extend_from_slice(b"-----BEGIN CERTIFICATE-----\n");
         for line in engine.encode(cert.as_ref()).as_bytes().chunks(64) {
             pem.extend_from_slice(line);

@@ -8,20 +8,24 @@
 //! So the check runs every command the journal sends, directly and inside
 //! a script, on probe keys of its own (this replica's, expiring in seconds).
 //!
-//! What is wrong is told apart from Redis being down for a while: a refused
-//! or timed-out connection is an outage (runs go on unshared, and say so),
-//! anything else (a certificate not trusted, a password refused, a cluster,
-//! an ACL) is the configuration, which no wait will mend.
+//! What is wrong with the configuration, which no wait will mend (a
+//! certificate not trusted, a user or password refused, a cluster, an ACL
+//! refusing a command), is told apart from everything else Redis may say
+//! for a while (down, full, loading, read-only after a failover): runs then
+//! go on unshared, and say so, and the pod stays ready.
 
-use redis::Script;
+use redis::{ErrorKind, RedisError, Script};
 
 use super::{PREFIX, RedisJournal, SharedError};
 
 /// Why the journal cannot share runs now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unusable {
-    /// For a person (no address: Redis's errors name none).
+    /// For anyone (`/readyz`): a fixed phrase, never an address or a name
+    /// from a certificate.
     pub reason: String,
+    /// For the log: what Redis or TLS said.
+    pub detail: String,
     /// The configuration is at fault, not an outage.
     pub misconfigured: bool,
 }
@@ -29,36 +33,64 @@ pub struct Unusable {
 impl Unusable {
     /// What `err` says of the journal.
     pub fn of(err: &SharedError) -> Unusable {
-        let misconfigured = match err {
-            SharedError::Redis(err) => {
-                !(err.is_connection_refusal() || err.is_timeout() || err.is_connection_dropped())
-            }
-            // Never reached: whatever reaching it said was judged then.
-            SharedError::NotConnected | SharedError::Full => false,
-            SharedError::Malformed(_) => true,
+        let detail = err.to_string();
+        let (reason, misconfigured) = match err {
+            SharedError::Redis(err) => match misconfiguration(err) {
+                Some(reason) => (reason, true),
+                None => ("Redis cannot be used now (an outage)".to_owned(), false),
+            },
+            SharedError::NotConnected => ("Redis has not been reached".to_owned(), false),
+            SharedError::Full | SharedError::Malformed(_) => (detail.clone(), false),
         };
         Unusable {
-            reason: err.to_string(),
-            misconfigured,
-        }
-    }
-
-    fn misconfigured(reason: String) -> Unusable {
-        Unusable {
             reason,
-            misconfigured: true,
+            detail,
+            misconfigured,
         }
     }
 }
 
+/// What in `err` is the configuration's fault, as a fixed phrase.
+fn misconfiguration(err: &RedisError) -> Option<String> {
+    if err.code() == Some("NOPERM") {
+        // The probe names the command: one of the journal's own, no secret.
+        let command = err
+            .detail()
+            .and_then(|d| d.split_once('[')?.1.split(']').next())
+            .unwrap_or("a command");
+        return Some(format!(
+            "Redis's ACL refuses {command}, which the journal needs: runs would not be shared"
+        ));
+    }
+    if err.kind() == ErrorKind::AuthenticationFailed
+        || matches!(err.code(), Some("WRONGPASS" | "NOAUTH"))
+    {
+        return Some("Redis refuses the journal's user or password".to_owned());
+    }
+    let text = err.to_string().to_ascii_lowercase();
+    if err.is_io_error() && (text.contains("certificate") || text.contains("alert")) {
+        return Some(
+            "Redis's TLS certificate is not trusted or not for its name, or Redis wants a \
+             client certificate the journal does not have (journal_tls)"
+                .to_owned(),
+        );
+    }
+    None
+}
+
 /// The journal's commands inside a script (as its scripts call them), on
-/// `KEYS[1]` and keys named after it; the direct ones follow it.
-const PROBE: &str = r"
--- Each command by name, so that a refusal says which.
+/// `KEYS[1]` and keys named after it; the direct ones follow it. A refusal
+/// is raised again with the command's name.
+const PROBE: &str = r#"
 local function call(command, ...)
   local reply = redis.pcall(command, ...)
   if type(reply) == 'table' and reply.err then
-    error({ err = command .. ': ' .. reply.err })
+    local e = reply.err
+    if string.find(e, 'NOPERM', 1, true) or string.find(e, 'permission', 1, true)
+      or string.find(e, "can't run this command", 1, true) then
+      error({ err = 'NOPERM [' .. command .. '] ' .. e })
+    end
+    error({ err = e })
   end
   return reply
 end
@@ -86,116 +118,119 @@ call('TIME')
 for _, key in ipairs({ h, l, z, s }) do
   call('PEXPIRE', key, 10000)
 end
+call('DEL', k .. ':gone')
 return 1
-";
+"#;
 
 impl RedisJournal {
-    /// Whether runs can be shared now; the reason when not. Reaches Redis
-    /// first when it was never reached.
+    /// Whether runs can be shared now; why not when not.
     pub async fn check(&self) -> Result<(), Unusable> {
         let mut conn = self.conn().map_err(|err| Unusable::of(&err))?;
-        let info: String = redis::cmd("INFO")
-            .arg("cluster")
+        // CLUSTER INFO, not INFO: a least-privilege user (-@dangerous)
+        // may not run INFO. A standalone Redis says it has no cluster.
+        let cluster: Result<String, RedisError> = redis::cmd("CLUSTER")
+            .arg("INFO")
             .query_async(&mut conn)
-            .await
-            .map_err(|err| Unusable::of(&err.into()))?;
-        if info.lines().any(|line| line.trim() == "cluster_enabled:1") {
-            return Err(Unusable::misconfigured(
-                "Redis runs in cluster mode, and this journal needs one Redis: runs would \
-                 not be shared"
-                    .to_owned(),
-            ));
+            .await;
+        match cluster {
+            Ok(info) if info.contains("cluster_state") => {
+                return Err(Unusable {
+                    reason: "Redis runs in cluster mode, and this journal needs one Redis: \
+                             runs would not be shared"
+                        .to_owned(),
+                    detail: "CLUSTER INFO answered".to_owned(),
+                    misconfigured: true,
+                });
+            }
+            Ok(_) => {}
+            // Not a cluster, or not allowed to ask: the probe says the rest.
+            Err(err) if err.code().is_some() => {}
+            Err(err) => return Err(Unusable::of(&err.into())),
         }
         let key = format!("{PREFIX}probe:{}", self.replica);
-        let refused = |err: redis::RedisError| {
-            let outage = Unusable::of(&SharedError::Redis(err));
-            if !outage.misconfigured {
-                return outage;
-            }
-            Unusable::misconfigured(format!(
-                "a command the journal needs was refused (check the ACL user's rights): {}",
-                outage.reason
-            ))
-        };
+        let failed = |err: RedisError| Unusable::of(&SharedError::Redis(err));
         let _: i64 = Script::new(PROBE)
             .key(&key)
             .invoke_async(&mut conn)
             .await
-            .map_err(refused)?;
+            .map_err(failed)?;
         let (h, l, z, s) = (
             format!("{key}:h"),
             format!("{key}:l"),
             format!("{key}:z"),
             format!("{key}:s"),
         );
-        let () = redis::pipe()
-            .cmd("PING")
-            .ignore()
-            .cmd("GET")
-            .arg(&key)
-            .ignore()
-            .cmd("EXISTS")
-            .arg(&key)
-            .ignore()
-            .cmd("SET")
-            .arg(&key)
-            .arg("1")
-            .arg("PX")
-            .arg(10_000)
-            .ignore()
-            .cmd("INCRBY")
-            .arg(&key)
-            .arg(1)
-            .ignore()
-            .cmd("EXPIRE")
-            .arg(&key)
-            .arg(10)
-            .ignore()
-            .cmd("HGET")
-            .arg(&h)
-            .arg("a")
-            .ignore()
-            .cmd("HMGET")
-            .arg(&h)
-            .arg("a")
-            .ignore()
-            .cmd("HGETALL")
-            .arg(&h)
-            .ignore()
-            .cmd("LRANGE")
-            .arg(&l)
-            .arg(0)
-            .arg(0)
-            .ignore()
-            .cmd("ZREVRANGE")
-            .arg(&z)
-            .arg(0)
-            .arg(0)
-            .ignore()
-            .cmd("XRANGE")
-            .arg(&s)
-            .arg("-")
-            .arg("+")
-            .arg("COUNT")
-            .arg(1)
-            .ignore()
-            .cmd("XREVRANGE")
-            .arg(&s)
-            .arg("+")
-            .arg("-")
-            .arg("COUNT")
-            .arg(1)
-            .ignore()
-            .cmd("XREAD")
-            .arg("COUNT")
-            .arg(1)
-            .arg("STREAMS")
-            .arg(&s)
-            .arg("0")
-            .ignore()
-            .query_async(&mut conn)
-            .await
-            .map_err(refused)?;
+        // Each direct command the journal sends, in a transaction as the
+        // budgets' writes are; a refusal names the command.
+        let commands: [(&str, Vec<String>); 17] = [
+            ("GET", vec![key.clone()]),
+            ("EXISTS", vec![key.clone()]),
+            (
+                "SET",
+                vec![key.clone(), "1".into(), "PX".into(), "10000".into()],
+            ),
+            ("INCRBY", vec![key.clone(), "1".into()]),
+            ("EXPIRE", vec![key.clone(), "10".into()]),
+            ("PEXPIRE", vec![key.clone(), "10000".into()]),
+            ("HGET", vec![h.clone(), "a".into()]),
+            ("HMGET", vec![h.clone(), "a".into()]),
+            ("HGETALL", vec![h]),
+            ("RPUSH", vec![l.clone(), "y".into()]),
+            ("LREM", vec![l.clone(), "0".into(), "y".into()]),
+            ("LTRIM", vec![l.clone(), "0".into(), "0".into()]),
+            ("LRANGE", vec![l, "0".into(), "0".into()]),
+            ("ZREVRANGE", vec![z, "0".into(), "0".into()]),
+            (
+                "XRANGE",
+                vec![
+                    s.clone(),
+                    "-".into(),
+                    "+".into(),
+                    "COUNT".into(),
+                    "1".into(),
+                ],
+            ),
+            (
+                "XREVRANGE",
+                vec![
+                    s.clone(),
+                    "+".into(),
+                    "-".into(),
+                    "COUNT".into(),
+                    "1".into(),
+                ],
+            ),
+            (
+                "XREAD",
+                vec!["COUNT".into(), "1".into(), "STREAMS".into(), s, "0".into()],
+            ),
+        ];
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for (name, args) in &commands {
+            pipe.cmd(name).arg(args).ignore();
+        }
+        let done: Result<(), RedisError> = pipe.query_async(&mut conn).await;
+        if let Err(err) = done {
+            // A transaction refused names no command: ask each alone.
+            if err.code() == Some("NOPERM") || err.code() == Some("EXECABORT") {
+                for (name, args) in &commands {
+                    let alone: Result<redis::Value, RedisError> =
+                        redis::cmd(name).arg(args).query_async(&mut conn).await;
+                    if let Err(err) = alone
+                        && err.code() == Some("NOPERM")
+                    {
+                        let mut unusable = Unusable::of(&SharedError::Redis(err));
+                        unusable.reason = format!(
+                            "Redis's ACL refuses {name}, which the journal needs: runs would \
+                             not be shared"
+                        );
+                        return Err(unusable);
+                    }
+                }
+            }
+            return Err(failed(err));
+        }
         Ok(())
     }
 }
