@@ -36,8 +36,7 @@ pub struct AppState {
     /// Converted runs, for reconnects, detached runs and `connect`
     /// (`None` with `journal = "off"`).
     pub journal: Option<MemoryJournal>,
-    /// With `journal = "redis://…"`: the runs every replica shares (set by
-    /// the binary once connected).
+    /// With a Redis journal: the runs every replica shares.
     pub redis: Option<Arc<RedisJournal>>,
     /// The gateway's key for the cards it serves (`[card_signing]`).
     pub card_signer: Option<crate::signing::Signer>,
@@ -160,10 +159,15 @@ impl AppState {
                 count_agent(&self.metrics, name, agent);
             }
         }
-        // The keys file may hold a rotated key under the same path.
+        // A keys file, or a JWT key file, may hold a rotated key at its path.
+        let key_file = matches!(
+            config.auth.jwt.as_ref().map(|jwt| &jwt.key),
+            Some(agui_edge::auth::JwtKey::PublicKeyFile(_))
+        );
         let auth = if changes.applied.contains(&"auth")
             || changes.rebuilds_agents()
             || config.auth.api_keys_file.is_some()
+            || key_file
         {
             authenticator(&config)?
         } else {
