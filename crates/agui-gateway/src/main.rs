@@ -116,6 +116,8 @@ fn main() -> anyhow::Result<()> {
                 let again = cli.serve.clone();
                 let reload = cli::reload::Reload {
                     watched: again.config.clone(),
+                    // Before the start reads it: a change after is reloaded.
+                    read_at_start: cli::reload::digest(again.config.as_ref()),
                     read: Box::new(move || again.clone().into_config()),
                 };
                 let config = cli.serve.into_config()?;

@@ -28,6 +28,9 @@ use tower::ServiceExt;
 pub struct Reload {
     pub read: Box<dyn Fn() -> Result<Config, FlagError> + Send + Sync>,
     pub watched: Option<PathBuf>,
+    /// The watched file as the start read it (`digest`): a change while
+    /// the gateway started is a change.
+    pub read_at_start: Option<u64>,
 }
 
 /// How often the watched file is read.
@@ -176,7 +179,7 @@ pub async fn watch(
     mut background: Background,
     stop: CancellationToken,
 ) {
-    let mut seen = contents(reload.watched.as_ref()).await;
+    let mut seen = reload.read_at_start;
     let mut tick = tokio::time::interval(LOOK_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -202,9 +205,17 @@ pub async fn watch(
 
 /// The watched file's contents, as a digest (`None`: unreadable).
 async fn contents(path: Option<&PathBuf>) -> Option<u64> {
+    Some(hash(&tokio::fs::read(path?).await.ok()?))
+}
+
+/// `contents`, before there is a runtime: what the start reads.
+pub fn digest(path: Option<&PathBuf>) -> Option<u64> {
+    Some(hash(&std::fs::read(path?).ok()?))
+}
+
+fn hash(bytes: &[u8]) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-    let bytes = tokio::fs::read(path?).await.ok()?;
-    Some(BuildHasherDefault::<DefaultHasher>::default().hash_one(bytes))
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(bytes)
 }
 
 fn apply(reload: &Reload, live: &Live, background: &mut Background, why: &str) {

@@ -6,73 +6,38 @@
 //! replica continues on the other, and a run whose replica is SIGKILLed is
 //! taken over; without the CA, the gateway says why it cannot share.
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::resume::{assert_numbered, last_id, post, read_then_cut, run_input};
-use crate::support::{
-    Process, agent, agui_events, assert_valid_run, free_port, gateway_for, text_of,
-};
+use crate::replicas::assert_one_run;
+use crate::resume::{last_id, post, read_then_cut, run_input};
+use crate::support::{Process, agent, free_port, gateway_for, redis_with};
 use crate::upstream_tls::Pki;
 
 /// `redis-server` on a TLS port only (its plain port off), its
 /// certificate signed by `pki`'s CA; `mutual`: clients must show one too,
 /// and log in as the ACL user `agui` (the default user is off).
 fn tls_redis(pki: &Pki, mutual: bool) -> Process {
-    let port = free_port();
-    let dir = std::env::temp_dir().join(format!("agui-gateway-redis-tls-{port}"));
-    std::fs::create_dir_all(&dir).expect("a directory for redis");
-    let child = Command::new("redis-server")
-        .args(["--bind", "127.0.0.1", "--port", "0"])
-        .args(["--tls-port", &port.to_string()])
-        .arg("--tls-cert-file")
-        .arg(pki.path("server.pem"))
-        .arg("--tls-key-file")
-        .arg(pki.path("server.key"))
-        .arg("--tls-ca-cert-file")
-        .arg(pki.path("ca.pem"))
-        .args(["--tls-auth-clients", if mutual { "yes" } else { "no" }])
-        .args(if mutual {
-            &[
-                "--user",
-                "agui",
-                "on",
-                ">s3cret-from-a-file",
-                "~*",
-                "&*",
-                "+@all",
-                "--user",
-                "default",
-                "off",
-            ][..]
-        } else {
-            &[]
-        })
-        .args(["--save", "", "--appendonly", "no"])
-        .arg("--dir")
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("redis-server runs (the test command installs Debian's redis-server)");
-    let process = Process { child, port };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "redis-server did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    process
-}
-
-/// The whole run as the client put it together: ids 1, 2, … each once,
-/// one terminal event, the full text.
-fn assert_one_run(whole: &str, count: usize) {
-    assert_numbered(whole);
-    let events = agui_events(whole);
-    assert_eq!(assert_valid_run(&events)["type"], "RUN_FINISHED", "{whole}");
-    let expected: String = (1..=count).map(|i| format!("{i} ")).collect();
-    assert_eq!(text_of(&events), expected, "{whole}");
+    let file = |name: &str| pki.path(name).display().to_string();
+    redis_with(|port| {
+        let mut args: Vec<String> = ["--port", "0", "--tls-port", &port.to_string()]
+            .map(str::to_owned)
+            .to_vec();
+        args.extend([
+            "--tls-cert-file".to_owned(),
+            file("server.pem"),
+            "--tls-key-file".to_owned(),
+            file("server.key"),
+            "--tls-ca-cert-file".to_owned(),
+            file("ca.pem"),
+            "--tls-auth-clients".to_owned(),
+            (if mutual { "yes" } else { "no" }).to_owned(),
+        ]);
+        if mutual {
+            let acl = "--user agui on >s3cret-from-a-file ~* &* +@all --user default off";
+            args.extend(acl.split(' ').map(str::to_owned));
+        }
+        args
+    })
 }
 
 /// A run cut on `a` and continued on `b`; then one whose replica, `a`,
@@ -208,27 +173,15 @@ async fn a_journal_that_cannot_share_as_configured_makes_the_gateway_unready_and
 
 /// A plain `redis-server` with `args`.
 fn plain_redis(args: &[&str]) -> Process {
-    let port = free_port();
-    let dir = std::env::temp_dir().join(format!("agui-gateway-redis-plain-{port}"));
-    std::fs::create_dir_all(&dir).expect("a directory for redis");
-    let child = Command::new("redis-server")
-        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-        .args(["--save", "", "--appendonly", "no"])
-        .arg("--cluster-config-file")
-        .arg(dir.join("nodes.conf"))
-        .args(args)
-        .arg("--dir")
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("redis-server runs");
-    let process = Process { child, port };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "redis-server did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    process
+    redis_with(|port| {
+        let nodes = std::env::temp_dir().join(format!("agui-gateway-nodes-{port}.conf"));
+        let mut all = vec![
+            "--port".to_owned(),
+            port.to_string(),
+            "--cluster-config-file".to_owned(),
+            nodes.display().to_string(),
+        ];
+        all.extend(args.iter().map(|a| (*a).to_owned()));
+        all
+    })
 }

@@ -23,7 +23,7 @@ async fn post_agui(gw: &Process, body: &Value, last_event_id: Option<&str>) -> r
 
 /// The whole run as the client put it together: ids 1, 2, … each once,
 /// one terminal event, the full text.
-fn assert_one_run(whole: &str, count: usize) {
+pub(crate) fn assert_one_run(whole: &str, count: usize) {
     assert_numbered(whole);
     let events = agui_events(whole);
     assert_eq!(assert_valid_run(&events)["type"], "RUN_FINISHED", "{whole}");
