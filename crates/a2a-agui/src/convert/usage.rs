@@ -54,9 +54,13 @@ struct Entry {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct Counts([Option<u64>; 6]);
 
+// Where each count sits in `Counts`, in `Counts::of`'s order.
 const INPUT: usize = 0;
 const OUTPUT: usize = 1;
 const TOTAL: usize = 2;
+const REASONING: usize = 3;
+const CACHED: usize = 4;
+const CACHE_WRITE: usize = 5;
 
 impl Counts {
     fn of(usage: &TokenUsage) -> Counts {
@@ -143,16 +147,17 @@ impl Usage {
             }
             return;
         }
+        // A key that says it is a running total makes any call's report one.
+        let carrier = match carrier {
+            Carrier::Call if cumulative => Carrier::Summary,
+            other => other,
+        };
         match carrier {
             Carrier::Past => {
                 entry.before = entry.before.max(counts);
                 return;
             }
             Carrier::Summary => {
-                entry.total = entry.total.max(counts);
-                return;
-            }
-            Carrier::Call if cumulative => {
                 entry.total = entry.total.max(counts);
                 return;
             }
@@ -226,9 +231,9 @@ impl Usage {
                     input_tokens: c[INPUT],
                     output_tokens: c[OUTPUT],
                     total_tokens: total,
-                    reasoning_tokens: c[3],
-                    cached_input_tokens: c[4],
-                    cache_write_input_tokens: c[5],
+                    reasoning_tokens: c[REASONING],
+                    cached_input_tokens: c[CACHED],
+                    cache_write_input_tokens: c[CACHE_WRITE],
                 }
             })
             .collect()

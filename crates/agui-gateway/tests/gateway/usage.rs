@@ -39,14 +39,13 @@ fn event(run: &Value, pick: impl Fn(&Value) -> bool) -> Option<&Value> {
     run["events"].as_array()?.iter().find(|e| pick(e))
 }
 
-/// The sum of `agui_gateway_tokens_total` series with these labels.
-fn counted(metrics: &str, model: &str, kind: &str) -> u64 {
+/// The sum of the `agui_gateway_tokens_total` series in `metrics` (the
+/// exposition text) whose labels include each of `labels` (`kind="input"`).
+pub(crate) fn tokens_counted(metrics: &str, labels: &[&str]) -> u64 {
     metrics
         .lines()
         .filter(|l| l.starts_with("agui_gateway_tokens_total{"))
-        .filter(|l| {
-            l.contains(&format!("model=\"{model}\"")) && l.contains(&format!("kind=\"{kind}\""))
-        })
+        .filter(|l| labels.iter().all(|label| l.contains(label)))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
         .sum()
 }
@@ -83,11 +82,9 @@ async fn usage_shaped_like_adk_mastra_and_openai_reaches_every_client_and_the_me
             ("gpt-4o-mini", "reasoning", 25),
             ("gpt-4o-mini", "cached_input", 60),
         ] {
-            assert_eq!(
-                counted(&metrics, model, kind),
-                3 * each,
-                "{name}: {model} {kind}"
-            );
+            let (model_is, kind_is) = (format!("model=\"{model}\""), format!("kind=\"{kind}\""));
+            let counted = tokens_counted(&metrics, &[&model_is, &kind_is]);
+            assert_eq!(counted, 3 * each, "{name}: {model} {kind}");
         }
     }
 }

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use crate::support::{agui_events, assert_valid_run};
+use crate::usage::tokens_counted;
 
 async fn gateway_before(fake: &Agent) -> Arc<AppState> {
     gateway_with(fake, |_| {}).await
@@ -70,14 +71,13 @@ async fn agui_answer(
         .expect("an answer")
 }
 
-/// The value of one `agui_gateway_tokens_total` series, 0 when absent.
+/// The tokens of one kind the gateway counted for `default`.
 fn tokens(state: &AppState, kind: &str) -> u64 {
-    let text = state.metrics.render(None, &[]);
-    text.lines()
-        .filter(|l| l.starts_with("agui_gateway_tokens_total{"))
-        .filter(|l| l.contains("agent=\"default\"") && l.contains(&format!("kind=\"{kind}\"")))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-        .sum()
+    let kind = format!("kind=\"{kind}\"");
+    tokens_counted(
+        &state.metrics.render(None, &[]),
+        &["agent=\"default\"", &kind],
+    )
 }
 
 #[tokio::test]
