@@ -78,11 +78,11 @@ impl AppState {
     /// the shared journal when the configuration names one.
     pub async fn build(config: Config, shutdown: Shutdown) -> Result<AppState, StartError> {
         let mut state = AppState::new(config, shutdown)?;
-        if let crate::config::Backend::Redis(url) = &state.config.journal.backend {
+        if let crate::config::Backend::Redis(nodes) = &state.config.journal.backend {
             let files = &state.config.journal.access;
             let access = crate::config::journal_access::read(files, std::time::SystemTime::now())
                 .map_err(|err| StartError::Journal {
-                url: crate::config::journal_access::redacted(url),
+                url: crate::config::journal_access::redacted(nodes.first()),
                 message: err.to_string(),
             })?;
             // A journal that cannot be used does not stop the start: the
@@ -92,8 +92,8 @@ impl AppState {
                 &state.config.journal.limits,
             );
             let journal = Arc::new(RedisJournal::unconnected(id, limits));
-            let (url, files) = (url.clone(), files.clone());
-            let health = crate::config::journal_access::keep(journal.clone(), url, files, access);
+            let (nodes, files) = (nodes.clone(), files.clone());
+            let health = crate::config::journal_access::keep(journal.clone(), nodes, files, access);
             state.journal_health = Some(health.await);
             state.budgets = state.budgets.take().map(|b| b.shared_by(journal.clone()));
             state.redis = Some(journal);

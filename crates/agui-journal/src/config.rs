@@ -13,24 +13,89 @@ pub enum Backend {
     Memory,
     /// In this process and in Redis: any replica serves a reconnect, and
     /// takes over a run whose replica died.
-    Redis(url::Url),
+    Redis(RedisNodes),
+}
+
+/// The Redis a shared journal is kept in: one node's URL (of a single
+/// Redis, or of any node of a Redis Cluster), or a cluster's seed nodes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedisNodes {
+    /// Never empty; all of one scheme, user and password.
+    urls: Vec<url::Url>,
+}
+
+/// Seeds named at most (a cluster needs one that answers).
+const MAX_SEEDS: usize = 32;
+
+impl RedisNodes {
+    /// `redis[s]://[user:password@]host[:port][/db]`, then for a cluster's
+    /// other seeds, after commas, `host[:port]` (the first URL's scheme and
+    /// credentials apply) or whole URLs of the same scheme.
+    pub fn parse(text: &str) -> Result<RedisNodes, String> {
+        // Never quoted back: the URL may hold a password.
+        let malformed = || {
+            "not a redis[s]://[user:password@]host[:port][/db] URL, or such a URL then \
+             host:port seeds after commas"
+                .to_owned()
+        };
+        let mut pieces = text.split(',').map(str::trim);
+        let first = pieces
+            .next()
+            .and_then(|first| url::Url::parse(first).ok())
+            .filter(|url| matches!(url.scheme(), "redis" | "rediss"))
+            .filter(|url| url.host_str().is_some_and(|h| !h.is_empty()))
+            .ok_or_else(malformed)?;
+        let mut urls = vec![first.clone()];
+        for piece in pieces {
+            if urls.len() == MAX_SEEDS {
+                return Err(format!("more than {MAX_SEEDS} Redis seed nodes"));
+            }
+            let url = if piece.contains("://") {
+                url::Url::parse(piece).ok()
+            } else {
+                url::Url::parse(&format!("{}://{piece}", first.scheme()))
+                    .ok()
+                    .and_then(|mut url| {
+                        url.set_username(first.username()).ok()?;
+                        url.set_password(first.password()).ok()?;
+                        url.set_path(first.path());
+                        Some(url)
+                    })
+            };
+            let url = url
+                .filter(|url| url.scheme() == first.scheme())
+                .filter(|url| url.host_str().is_some_and(|h| !h.is_empty()))
+                .ok_or_else(malformed)?;
+            urls.push(url);
+        }
+        Ok(RedisNodes { urls })
+    }
+
+    /// The first node named: what is shown (redacted) and what a TLS
+    /// check looks at.
+    pub fn first(&self) -> &url::Url {
+        &self.urls[0]
+    }
+
+    /// Every node named, the first first.
+    pub fn urls(&self) -> &[url::Url] {
+        &self.urls
+    }
+
+    pub fn is_tls(&self) -> bool {
+        self.first().scheme() == "rediss"
+    }
 }
 
 impl Backend {
-    /// `memory`, `off` or a `redis://` (`rediss://`: TLS) URL.
+    /// `memory`, `off` or a `redis://` (`rediss://`: TLS) URL, with a
+    /// cluster's further seeds after commas (`RedisNodes`).
     pub fn parse(text: &str) -> Result<Backend, String> {
         match text {
             "memory" => Ok(Backend::Memory),
             "off" => Ok(Backend::Off),
             url if url.starts_with("redis://") || url.starts_with("rediss://") => {
-                url::Url::parse(url)
-                    .ok()
-                    .filter(|u| u.host_str().is_some_and(|h| !h.is_empty()))
-                    .map(Backend::Redis)
-                    // Never quoted back: the URL may hold a password.
-                    .ok_or_else(|| {
-                        "not a redis[s]://[user:password@]host[:port][/db] URL".to_owned()
-                    })
+                RedisNodes::parse(url).map(Backend::Redis)
             }
             _ => Err("not \"memory\", \"off\" or a redis:// (rediss:// for TLS) URL".to_owned()),
         }
@@ -128,5 +193,44 @@ impl Default for JournalLimits {
             ttl: Duration::from_secs(300),
             thread_ttl: Duration::from_secs(7 * 24 * 3600),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodes(text: &str) -> Vec<String> {
+        match Backend::parse(text) {
+            Ok(Backend::Redis(nodes)) => nodes.urls().iter().map(url::Url::to_string).collect(),
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_cluster_s_seeds_follow_the_first_url_after_commas() {
+        assert_eq!(nodes("redis://r:6379/0"), ["redis://r:6379/0"]);
+        assert_eq!(
+            nodes("rediss://u:p@a:7000, b:7001,c"),
+            ["rediss://u:p@a:7000", "rediss://u:p@b:7001", "rediss://u:p@c"]
+        );
+        assert_eq!(
+            nodes("redis://a:7000,redis://b:7001/0"),
+            ["redis://a:7000", "redis://b:7001/0"]
+        );
+        for bad in [
+            "redis://",
+            "redis://a,",
+            "redis://a,rediss://b",
+            "redis://a,http://b",
+            "redis://a,b:port",
+            "redis:///0",
+        ] {
+            let err = Backend::parse(bad).unwrap_err();
+            assert!(!err.contains(bad), "{err}");
+        }
+        let many = format!("redis://a{}", ",b".repeat(MAX_SEEDS));
+        assert!(Backend::parse(&many).unwrap_err().contains("seed"));
+        assert!(RedisNodes::parse("rediss://a,b").unwrap().is_tls());
     }
 }

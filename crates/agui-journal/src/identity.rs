@@ -132,6 +132,12 @@ impl ThreadRef {
         ]))
     }
 
+    /// Which of the journal's shards holds the thread (`redis::keys`):
+    /// its digest's first four bits, 0 to 15.
+    pub fn shard_digit(&self) -> u8 {
+        self.0[0] >> 4
+    }
+
     /// What ends the A2A `messageId` of every message the gateway sends
     /// for the thread: a replay from the agent's stored tasks shows only
     /// tasks that carry it, so a caller who learns another's thread id

@@ -32,7 +32,7 @@ pub mod redis;
 pub mod replays;
 mod threads;
 
-pub use config::{Backend, JournalConfig, JournalLimits, RedisAccessFiles};
+pub use config::{Backend, JournalConfig, JournalLimits, RedisAccessFiles, RedisNodes};
 pub use error::ResumeError;
 pub use follow::{follow, joined};
 pub use frame::frame_start;

@@ -409,7 +409,7 @@ impl ServeArgs {
         }
         let tls_given = args.journal_ca_file.is_some() || args.journal_client_cert.is_some();
         let rediss = matches!(&config.journal.backend,
-            crate::config::Backend::Redis(url) if url.scheme() == "rediss");
+            crate::config::Backend::Redis(nodes) if nodes.is_tls());
         if tls_given && !rediss {
             bail!(
                 "--journal-ca-file, --journal-client-cert: the journal is not a rediss:// URL (TLS)"

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use agui_edge::tls::{FileStamp, TlsFileError, read_bounded};
-use agui_journal::RedisAccessFiles;
 use agui_journal::redis::{RedisAccess, RedisJournal, Unusable};
+use agui_journal::{RedisAccessFiles, RedisNodes};
 use url::Url;
 
 use super::{AgentTlsError, UpstreamTls};
@@ -122,12 +122,12 @@ const CHECK_WHILE_FAILING: Duration = Duration::from_secs(2);
 /// password). A file that no longer reads keeps the connection that works.
 pub async fn keep(
     journal: Arc<RedisJournal>,
-    url: Url,
+    nodes: RedisNodes,
     files: RedisAccessFiles,
     access: RedisAccess,
 ) -> JournalHealth {
     let health = JournalHealth::default();
-    health.set(reach(&journal, &url, &access).await);
+    health.set(reach(&journal, &nodes, &access).await);
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return health;
     };
@@ -162,7 +162,7 @@ pub async fn keep(
             // A link that failed is made anew: a failover may have moved
             // the name, or a password may have changed while Redis was down.
             let checked = if pending || failing || !journal.is_connected() {
-                reach(&journal, &url, &access).await
+                reach(&journal, &nodes, &access).await
             } else {
                 journal.check().await
             };
@@ -174,9 +174,13 @@ pub async fn keep(
 }
 
 /// Connects anew with `access`, then checks the link.
-async fn reach(journal: &RedisJournal, url: &Url, access: &RedisAccess) -> Result<(), Unusable> {
+async fn reach(
+    journal: &RedisJournal,
+    nodes: &RedisNodes,
+    access: &RedisAccess,
+) -> Result<(), Unusable> {
     journal
-        .reconnect(url, access)
+        .reconnect(nodes, access)
         .await
         .map_err(|err| Unusable::of(&err))?;
     journal.check().await

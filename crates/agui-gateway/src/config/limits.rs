@@ -118,7 +118,7 @@ pub(super) fn journal_config(
     if let Some(file) = &file.journal_password_file {
         journal.access.password_file = Some(file.get_ref().into());
     }
-    let plain = !matches!(&journal.backend, Backend::Redis(url) if url.scheme() == "rediss");
+    let plain = !matches!(&journal.backend, Backend::Redis(nodes) if nodes.is_tls());
     if plain && let Some(tls) = &file.journal_tls {
         return Err(at(
             tls.span(),

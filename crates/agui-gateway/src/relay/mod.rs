@@ -86,7 +86,10 @@ pub async fn open(
         answer: upstream,
         span,
     } = call.await;
-    let key = format!("{:016x}", random_u64());
+    // Its first digit is its thread's shard (a Redis Cluster's journal
+    // keeps a run with its thread).
+    let thread = identity.thread.as_ref().map(|thread| &thread.thread);
+    let key = agui_journal::redis::run_key(random_u64(), thread);
     // A random tag per run: ids never repeat across the runs of a thread.
     let tag = format!("{:012x}", random_u64() >> 16);
     let shared = match &state.redis {

@@ -9,11 +9,10 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agui_journal::redis::{BLOCK, Entry, RedisJournal, RemoteRun};
+use agui_journal::redis::{BLOCK, Entry, RedisJournal, RemoteRun, Tail};
 use agui_journal::{self as journal, ResumeError, RunIdentity, RunLog, frame_start};
 use bytes::Bytes;
 use futures::Stream;
-use redis::aio::MultiplexedConnection;
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::obs::metrics::NO_AGENT;
@@ -30,7 +29,7 @@ const MAX_TAKEOVERS: u32 = 3;
 struct RemoteFollower {
     state: AppHandle,
     journal: Arc<RedisJournal>,
-    connection: MultiplexedConnection,
+    tail: Tail,
     remote: RemoteRun,
     /// The number of the last frame handed out.
     cursor: u64,
@@ -96,13 +95,14 @@ impl RemoteFollower {
                 return None;
             }
             let key = self.remote.key.clone();
-            let entries =
-                RedisJournal::read_after(&mut self.connection, &key, self.cursor, Some(BLOCK))
-                    .await
-                    .inspect_err(|err| {
-                        tracing::warn!(run = key, "following a shared run failed: {err}")
-                    })
-                    .ok()?;
+            let entries = self
+                .tail
+                .read_after(self.cursor, Some(BLOCK))
+                .await
+                .inspect_err(|err| {
+                    tracing::warn!(run = key, "following a shared run failed: {err}")
+                })
+                .ok()?;
             if entries.is_empty() {
                 self.quiet().await;
                 if self.last_sent.elapsed() >= self.keepalive {
@@ -172,18 +172,17 @@ pub async fn follow(
     // client start the run again while it goes on.
     let agent = state.named(&remote.spec.agent).ok();
     let permit = state.stream_permit(agent.as_deref().map_or(NO_AGENT, Agent::name))?;
-    let mut connection = journal
-        .tail_connection()
+    let mut tail = journal
+        .tail(&remote.key)
         .await
         .map_err(|_| ResumeError::Unknown)?;
-    let written = RedisJournal::last_frame(&mut connection, &remote.key)
-        .await
-        .map_err(|_| ResumeError::Unknown)?;
+    let written = tail.last_frame().await.map_err(|_| ResumeError::Unknown)?;
     if after > written {
         // An id this run never wrote.
         return Err(ResumeError::Unknown.into());
     }
-    let entries = RedisJournal::read_after(&mut connection, &remote.key, after, None)
+    let entries = tail
+        .read_after(after, None)
         .await
         .map_err(|_| ResumeError::Unknown)?;
     let mut cursor = after;
@@ -196,7 +195,7 @@ pub async fn follow(
         keepalive: state.config.keepalive,
         state,
         journal,
-        connection,
+        tail,
         remote,
         cursor,
         ready,

@@ -317,7 +317,8 @@ async fn the_redis_journal_drops_the_oldest_finished_runs_and_never_a_live_one()
     const MAX_BYTES: usize = 360 << 10;
     let server = redis_server();
     let mut redis = redis_of(&server).await;
-    let url = url::Url::parse(&format!("redis://127.0.0.1:{}/", server.port)).unwrap();
+    let url =
+        agui_journal::RedisNodes::parse(&format!("redis://127.0.0.1:{}/", server.port)).unwrap();
     let limits = JournalLimits {
         max_bytes: MAX_BYTES,
         ..JournalLimits::default()

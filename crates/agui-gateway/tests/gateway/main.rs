@@ -35,6 +35,7 @@ mod ids;
 mod in_process;
 mod in_process_relay;
 mod input;
+mod journal_cluster;
 mod journal_tls;
 mod limits;
 mod logs;

@@ -326,7 +326,8 @@ async fn only_the_lease_holder_appends_and_only_in_order() {
         journal.append(key, chunk).await.unwrap()
     }
     let redis = redis_server();
-    let url = url::Url::parse(&format!("redis://127.0.0.1:{}/", redis.port)).unwrap();
+    let url =
+        agui_journal::RedisNodes::parse(&format!("redis://127.0.0.1:{}/", redis.port)).unwrap();
     let limits = JournalLimits::default();
     let a = RedisJournal::connect(&url, &Default::default(), "gw-a".to_owned(), &limits)
         .await

@@ -2,10 +2,15 @@
 //! the system's roots and a CA bundle on top, with a client certificate for
 //! mutual TLS; the ACL user from the URL, its password from the URL or
 //! from a file (so that the secret is in neither a flag nor the
-//! environment).
+//! environment). One node, or a Redis Cluster through its seeds.
 
 use base64::Engine as _;
-use redis::{Client, ClientTlsConfig, IntoConnectionInfo, RedisError, TlsCertificates};
+use std::time::Duration;
+
+use redis::cluster::{ClusterClient, ClusterClientBuilder};
+use redis::{
+    Client, ClientTlsConfig, ConnectionInfo, IntoConnectionInfo, RedisError, TlsCertificates,
+};
 use url::Url;
 
 /// What the access files held when they were read (PEM, and the password).
@@ -30,16 +35,19 @@ impl std::fmt::Debug for RedisAccess {
     }
 }
 
-/// The client for `url` with `access`.
-pub(super) fn client(url: &Url, access: &RedisAccess) -> Result<Client, RedisError> {
+/// What reaching the node at `url` takes: its address, the user, and the
+/// password over the URL's.
+fn info(url: &Url, access: &RedisAccess) -> Result<ConnectionInfo, RedisError> {
     let mut info = url.as_str().into_connection_info()?;
     if let Some(password) = &access.password {
         let settings = info.redis_settings().clone().set_password(password);
         info = info.set_redis_settings(settings);
     }
-    if url.scheme() != "rediss" {
-        return Client::open(info);
-    }
+    Ok(info)
+}
+
+/// What TLS trusts and shows (for `rediss://`).
+fn certificates(access: &RedisAccess) -> TlsCertificates {
     // Without a bundle the client trusts the system's roots by itself.
     let root_cert = access.roots.as_deref().map(with_system_roots);
     let client_tls = access
@@ -49,14 +57,41 @@ pub(super) fn client(url: &Url, access: &RedisAccess) -> Result<Client, RedisErr
             client_cert: client_cert.clone(),
             client_key: client_key.clone(),
         });
-    Client::build_with_tls(
-        info,
-        TlsCertificates {
-            client_tls,
-            root_cert,
-        },
-    )
+    TlsCertificates {
+        client_tls,
+        root_cert,
+    }
 }
+
+/// The client for one node, at `url`, with `access`.
+pub(super) fn client(url: &Url, access: &RedisAccess) -> Result<Client, RedisError> {
+    let info = info(url, access)?;
+    if url.scheme() != "rediss" {
+        return Client::open(info);
+    }
+    Client::build_with_tls(info, certificates(access))
+}
+
+/// The client for the cluster `seeds` belong to, with `access`: it learns
+/// the cluster's slots from them, and follows redirects and failovers.
+pub(super) fn cluster(seeds: &[Url], access: &RedisAccess) -> Result<ClusterClient, RedisError> {
+    let infos = seeds
+        .iter()
+        .map(|url| info(url, access))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut builder = ClusterClientBuilder::new(infos)
+        .connection_timeout(CONNECT_TIMEOUT)
+        .response_timeout(RESPONSE_TIMEOUT)
+        .retries(3);
+    if seeds.first().is_some_and(|url| url.scheme() == "rediss") {
+        builder = builder.certs(certificates(access));
+    }
+    builder.build()
+}
+
+/// How long reaching a node may take, and a reply.
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+pub(super) const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The system's roots as PEM, then `extra`: the client takes one bundle,
 /// which replaces the system's roots.

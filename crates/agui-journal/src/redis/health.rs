@@ -1,12 +1,14 @@
 //! Whether the journal can share runs as configured, and if not, why: what
 //! `/readyz` says. Reaching Redis is not enough:
-//! - a Redis Cluster node reached as a single node would scatter one run's
-//!   keys (and refuse the scripts that touch several): not shared;
+//! - a Redis Cluster must serve every slot, and a cluster taken for a
+//!   single node (its user may not ask `CLUSTER INFO`) would scatter one
+//!   run's keys: not shared;
 //! - an ACL may refuse a command the journal needs, which the first run
 //!   would find out mid-stream.
 //!
 //! So the check runs every command the journal sends, directly and inside
-//! a script, on probe keys of its own (this replica's, expiring in seconds).
+//! a script, on probe keys of its own (this replica's, expiring in
+//! seconds), in every shard: on a cluster each node holding one is asked.
 //!
 //! What is wrong with the configuration, which no wait will mend (a
 //! certificate not trusted, a user or password refused, a cluster, an ACL
@@ -16,7 +18,9 @@
 
 use redis::{ErrorKind, RedisError, Script};
 
-use super::{PREFIX, RedisJournal, SharedError};
+use super::keys::{Layout, Shard};
+use super::link::Conn;
+use super::{RedisJournal, SharedError};
 
 /// Why the journal cannot share runs now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +44,7 @@ impl Unusable {
                 None => ("Redis cannot be used now (an outage)".to_owned(), false),
             },
             SharedError::NotConnected => ("Redis has not been reached".to_owned(), false),
+            SharedError::Misconfigured(phrase) => ((*phrase).to_owned(), true),
             SharedError::Full | SharedError::Malformed(_) => (detail.clone(), false),
         };
         Unusable {
@@ -62,12 +67,24 @@ fn misconfiguration(err: &RedisError) -> Option<String> {
             "Redis's ACL refuses {command}, which the journal needs: runs would not be shared"
         ));
     }
+    let text = err.to_string().to_ascii_lowercase();
+    // Only a link to one node sees these: the cluster's follows redirects,
+    // and its scripts touch one slot.
+    if matches!(err.code(), Some("MOVED" | "ASK" | "CROSSSLOT"))
+        || text.contains("non local key")
+        || text.contains("hash to the same slot")
+    {
+        return Some(
+            "Redis runs in cluster mode, and the journal's user may not ask it for its slots \
+             (CLUSTER INFO, CLUSTER SLOTS): runs would not be shared"
+                .to_owned(),
+        );
+    }
     if err.kind() == ErrorKind::AuthenticationFailed
         || matches!(err.code(), Some("WRONGPASS" | "NOAUTH"))
     {
         return Some("Redis refuses the journal's user or password".to_owned());
     }
-    let text = err.to_string().to_ascii_lowercase();
     if err.is_io_error() && (text.contains("certificate") || text.contains("alert")) {
         return Some(
             "Redis's TLS certificate is not trusted or not for its name, or Redis wants a \
@@ -125,33 +142,52 @@ return 1
 impl RedisJournal {
     /// Whether runs can be shared now; why not when not.
     pub async fn check(&self) -> Result<(), Unusable> {
-        let mut conn = self.conn().map_err(|err| Unusable::of(&err))?;
+        let (mut conn, layout) = self.conn().map_err(|err| Unusable::of(&err))?;
         // CLUSTER INFO, not INFO: a least-privilege user (-@dangerous)
         // may not run INFO. A standalone Redis says it has no cluster.
         let cluster: Result<String, RedisError> = redis::cmd("CLUSTER")
             .arg("INFO")
             .query_async(&mut conn)
             .await;
-        match cluster {
-            Ok(info) if info.contains("cluster_state") => {
-                return Err(Unusable {
-                    reason: "Redis runs in cluster mode, and this journal needs one Redis: \
-                             runs would not be shared"
-                        .to_owned(),
-                    detail: "CLUSTER INFO answered".to_owned(),
-                    misconfigured: true,
-                });
+        let outage = |reason: &str, detail: &str| Unusable {
+            reason: reason.to_owned(),
+            detail: detail.to_owned(),
+            misconfigured: false,
+        };
+        match (layout, cluster) {
+            (Layout::Single, Ok(info)) if info.contains("cluster_state") => {
+                // It was not when the link was made: the next check
+                // reaches it anew, as a cluster.
+                return Err(outage(
+                    "Redis now runs in cluster mode: the journal reaches it anew",
+                    "CLUSTER INFO answered on a link to one Redis",
+                ));
             }
-            Ok(_) => {}
+            (Layout::Sharded, Ok(info)) if !info.contains("cluster_state:ok") => {
+                return Err(outage(
+                    "the Redis Cluster does not serve all its slots now (an outage)",
+                    "CLUSTER INFO: cluster_state is not ok",
+                ));
+            }
+            (_, Ok(_)) => {}
             // Not a cluster, or not allowed to ask: the probe says the rest.
-            Err(err) if err.code().is_some() => {}
-            Err(err) => return Err(Unusable::of(&err.into())),
+            (_, Err(err)) if err.code().is_some() => {}
+            (_, Err(err)) => return Err(Unusable::of(&err.into())),
         }
-        let key = format!("{PREFIX}probe:{}", self.replica);
+        for shard in layout.every_shard() {
+            self.probe(&mut conn, &shard).await?;
+        }
+        Ok(())
+    }
+
+    /// Every command the journal sends, on this replica's probe keys in
+    /// `shard`.
+    async fn probe(&self, conn: &mut Conn, shard: &Shard) -> Result<(), Unusable> {
+        let key = shard.probe(&self.replica);
         let failed = |err: RedisError| Unusable::of(&SharedError::Redis(err));
         let _: i64 = Script::new(PROBE)
             .key(&key)
-            .invoke_async(&mut conn)
+            .invoke_async(conn)
             .await
             .map_err(failed)?;
         let (h, l, z, s) = (
@@ -210,13 +246,13 @@ impl RedisJournal {
         for (name, args) in &commands {
             pipe.cmd(name).arg(args).ignore();
         }
-        let done: Result<(), RedisError> = pipe.query_async(&mut conn).await;
+        let done: Result<(), RedisError> = pipe.query_async(conn).await;
         if let Err(err) = done {
             // A transaction refused names no command: ask each alone.
             if err.code() == Some("NOPERM") || err.code() == Some("EXECABORT") {
                 for (name, args) in &commands {
                     let alone: Result<redis::Value, RedisError> =
-                        redis::cmd(name).arg(args).query_async(&mut conn).await;
+                        redis::cmd(name).arg(args).query_async(conn).await;
                     if let Err(err) = alone
                         && err.code() == Some("NOPERM")
                     {

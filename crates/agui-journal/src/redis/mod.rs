@@ -1,7 +1,9 @@
 //! The shared journal: converted runs in Redis, so that any replica can
 //! serve a reconnect, and a replica can take over a run whose holder died.
 //!
-//! Keys (all under `agui-gateway:`, all with a TTL):
+//! Keys (all under a shard's prefix, `agui-gateway:` on one Redis,
+//! `agui-gateway:{<shard tag>}:` on a Redis Cluster (`keys`), all with a
+//! TTL):
 //! - `run:{key}` hash: the owner digest, the run's spec (what another
 //!   replica needs to rebuild it: agent, converter options, format, id tag,
 //!   the forwarded headers), its thread, `done` once it ended.
@@ -22,13 +24,14 @@
 //!   `journal_thread_ttl_secs` after the last (`JournalLimits::
 //!   thread_lifetime`): a replay then asks the agent for the tasks.
 //! - `journal:runs`, `journal:sizes`, `journal:bytes`, `journal:threads`:
-//!   what keeps the journal within `journal_max_bytes` and its threads
-//!   within `MAX_THREADS` (`scripts`).
+//!   what keeps the journal (each shard: its share) within
+//!   `journal_max_bytes` and its threads within `MAX_THREADS` (`scripts`).
 //! - `run:{key}` also holds `input`: the run's input messages, and `stop`
 //!   once a client asked, on any replica, that the run stop.
 //!
-//! - `{budget:<caller tag>}:<window>`: the tokens a caller's runs spent
-//!   in a token budget's window (`crate::budget`).
+//! - `agui-gateway:{budget:<caller tag>}:<window>`, in no shard: the
+//!   tokens a caller's runs spent in a token budget's window
+//!   (`crate::budget`).
 //!
 //! Redis holds the run's forwarded headers (the user's credentials, as
 //! the forwarding policy lets them through) for the length of the run plus
@@ -36,15 +39,15 @@
 
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
-use redis::{AsyncConnectionConfig, Client, RedisError, Value as RedisValue};
+use redis::{RedisError, Value as RedisValue};
 use serde::{Deserialize, Serialize};
-use url::Url;
 
 mod budget;
 mod connect;
 mod entries;
 mod health;
+mod keys;
+mod link;
 mod scripts;
 mod threads;
 
@@ -52,12 +55,14 @@ pub use self::connect::RedisAccess;
 pub use self::entries::Entry;
 use self::entries::parse_entries;
 pub use self::health::Unusable;
+pub use self::keys::run_key;
+use self::keys::{Layout, Shard};
+pub use self::link::Tail;
+use self::link::{Conn, Link};
 use self::scripts::Scripts;
-use crate::config::JournalLimits;
-use crate::identity::{Owner, RunIdentity, ThreadListKey, ThreadRef};
+use crate::config::{JournalLimits, RedisNodes};
+use crate::identity::{Owner, RunIdentity, ThreadRef};
 use crate::threads::{MAX_LISTED, MAX_THREADS, TASKS_PER_THREAD, unix_ms};
-
-const PREFIX: &str = "agui-gateway:";
 /// How long a lease holds without renewal.
 pub const LEASE: Duration = Duration::from_secs(5);
 /// How often the holder renews its lease (and its run's keys' TTL).
@@ -81,6 +86,9 @@ pub enum SharedError {
     Full,
     #[error("the shared journal (Redis) has not been reached")]
     NotConnected,
+    /// What the configuration gets wrong about Redis (a fixed phrase).
+    #[error("the shared journal (Redis) cannot be used as configured: {0}")]
+    Misconfigured(&'static str),
 }
 
 /// What another replica needs to rebuild a run's converter and call its
@@ -119,31 +127,11 @@ pub struct RemoteRun {
 pub struct RedisJournal {
     /// Swapped whole when the access files change (`reconnect`); none
     /// until Redis was first reached (`open`).
-    link: std::sync::RwLock<Option<Link>>,
+    link: std::sync::RwLock<Option<std::sync::Arc<Link>>>,
     /// This replica's id (the gateway id): the lease's value.
     replica: String,
     limits: JournalLimits,
     scripts: Scripts,
-}
-
-/// A client and its connection manager, made from one reading of the
-/// access files.
-struct Link {
-    client: Client,
-    manager: ConnectionManager,
-}
-
-impl Link {
-    async fn open(url: &Url, access: &RedisAccess) -> Result<Link, SharedError> {
-        let client = connect::client(url, access)?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_response_timeout(Some(Duration::from_secs(2)))
-            .set_number_of_retries(2);
-        let mut manager = client.get_connection_manager_with_config(config).await?;
-        let _: String = redis::cmd("PING").query_async(&mut manager).await?;
-        Ok(Link { client, manager })
-    }
 }
 
 /// What a lease renewal found.
@@ -184,30 +172,6 @@ pub enum Appended {
     NoRoom,
 }
 
-fn run_key(key: &str) -> String {
-    format!("{PREFIX}run:{key}")
-}
-
-fn log_key(key: &str) -> String {
-    format!("{PREFIX}run:{key}:log")
-}
-
-fn lease_key(key: &str) -> String {
-    format!("{PREFIX}lease:{key}")
-}
-
-fn thread_key(thread: &ThreadRef) -> String {
-    format!("{PREFIX}thread:{}", thread.to_hex())
-}
-
-fn thread_tasks_key(thread: &ThreadRef) -> String {
-    format!("{PREFIX}thread:{}:tasks", thread.to_hex())
-}
-
-fn thread_list_key(list: &ThreadListKey) -> String {
-    format!("{PREFIX}threads:{}", list.to_hex())
-}
-
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
@@ -233,13 +197,13 @@ impl RedisJournal {
     /// Connects (and checks the connection), so that a wrong URL fails at
     /// startup rather than at the first run.
     pub async fn connect(
-        url: &Url,
+        nodes: &RedisNodes,
         access: &RedisAccess,
         replica: String,
         limits: &JournalLimits,
     ) -> Result<RedisJournal, SharedError> {
         let journal = RedisJournal::unconnected(replica, limits);
-        journal.reconnect(url, access).await?;
+        journal.reconnect(nodes, access).await?;
         Ok(journal)
     }
 
@@ -258,46 +222,67 @@ impl RedisJournal {
 
     /// Whether Redis was reached (and the link kept since).
     pub fn is_connected(&self) -> bool {
-        self.link(|link| link.is_some())
+        self.link().is_some()
+    }
+
+    /// Whether the link is to a Redis Cluster (the keys are sharded).
+    pub fn is_cluster(&self) -> bool {
+        self.link()
+            .is_some_and(|link| link.layout == Layout::Sharded)
     }
 
     /// Reaches Redis anew with `access` (its files changed: a renewed
     /// certificate, a rotated password); on failure the link that works
     /// stays.
-    pub async fn reconnect(&self, url: &Url, access: &RedisAccess) -> Result<(), SharedError> {
-        let link = Link::open(url, access).await?;
+    pub async fn reconnect(
+        &self,
+        nodes: &RedisNodes,
+        access: &RedisAccess,
+    ) -> Result<(), SharedError> {
+        let link = Link::open(nodes, access).await?;
         *self
             .link
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(link);
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(std::sync::Arc::new(link));
         Ok(())
     }
 
-    fn link<T>(&self, f: impl FnOnce(Option<&Link>) -> T) -> T {
-        f(self
-            .link
+    fn link(&self) -> Option<std::sync::Arc<Link>> {
+        self.link
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .as_ref())
+            .clone()
     }
 
-    fn conn(&self) -> Result<ConnectionManager, SharedError> {
-        self.link(|link| link.map(|link| link.manager.clone()))
+    /// A connection, and how the keys are laid out on it.
+    fn conn(&self) -> Result<(Conn, Layout), SharedError> {
+        self.link()
+            .map(|link| (link.conn.clone(), link.layout))
             .ok_or(SharedError::NotConnected)
     }
 
-    /// A connection of its own for a follower's blocking reads: a blocking
-    /// command holds up every other command on its connection.
-    pub async fn tail_connection(&self) -> Result<MultiplexedConnection, SharedError> {
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_response_timeout(Some(BLOCK + Duration::from_secs(2)));
-        let client = self
-            .link(|link| link.map(|link| link.client.clone()))
-            .ok_or(SharedError::NotConnected)?;
-        Ok(client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await?)
+    /// A connection, and the shard of run `key`.
+    fn on_run(&self, key: &str) -> Result<(Conn, Shard), SharedError> {
+        let (conn, layout) = self.conn()?;
+        Ok((conn, layout.of_run(key)))
+    }
+
+    /// The bounds one shard keeps: the journal's bytes and threads, split
+    /// evenly.
+    fn shard_bounds(&self, layout: Layout) -> (usize, usize) {
+        let shards = layout.shards();
+        (
+            (self.limits.max_bytes / shards).max(1),
+            MAX_THREADS.div_ceil(shards),
+        )
+    }
+
+    /// A connection of its own for a follower's blocking reads of run
+    /// `key`: a blocking command holds up every other command on its
+    /// connection.
+    pub async fn tail(&self, key: &str) -> Result<Tail, SharedError> {
+        let link = self.link().ok_or(SharedError::NotConnected)?;
+        link.tail(key).await
     }
 
     /// A new run, held by this replica, counted in the journal's bytes;
@@ -313,9 +298,13 @@ impl RedisJournal {
         let input = identity.thread.as_ref().map(|t| t.input.as_ref());
         let cost =
             scripts::run_cost(&[owner.as_bytes(), spec.as_bytes(), input.unwrap_or_default()]);
-        let mut invocation = self.scripts.open.key(run_key(key));
+        let (mut conn, layout) = self.conn()?;
+        let shard = layout.of_run(key);
+        let (max_bytes, max_threads) = self.shard_bounds(layout);
+        let mut invocation = self.scripts.open.key(shard.run(key));
         invocation
-            .key(lease_key(key))
+            .key(shard.lease(key))
+            .arg(&shard.prefix)
             .arg(key)
             .arg(&self.replica)
             .arg(owner)
@@ -323,7 +312,7 @@ impl RedisJournal {
             .arg(millis(LEASE))
             .arg(millis(LIVE_TTL))
             .arg(self.keep())
-            .arg(self.limits.max_bytes)
+            .arg(max_bytes)
             .arg(cost);
         if let Some(thread) = &identity.thread {
             invocation
@@ -336,9 +325,9 @@ impl RedisJournal {
                 .arg(self.thread_lifetime())
                 .arg(RUNS_PER_THREAD)
                 .arg(MAX_LISTED)
-                .arg(MAX_THREADS);
+                .arg(max_threads);
         }
-        let opened: i64 = invocation.invoke_async(&mut self.conn()?).await?;
+        let opened: i64 = invocation.invoke_async(&mut conn).await?;
         if opened == 1 {
             Ok(())
         } else {
@@ -359,12 +348,16 @@ impl RedisJournal {
             terminal,
             task,
         } = chunk;
+        let (mut conn, layout) = self.conn()?;
+        let shard = layout.of_run(key);
+        let (max_bytes, _) = self.shard_bounds(layout);
         let outcome: i64 = self
             .scripts
             .append
-            .key(lease_key(key))
-            .key(log_key(key))
-            .key(run_key(key))
+            .key(shard.lease(key))
+            .key(shard.log(key))
+            .key(shard.run(key))
+            .arg(&shard.prefix)
             .arg(&self.replica)
             .arg(first)
             .arg(last)
@@ -375,14 +368,14 @@ impl RedisJournal {
             .arg(millis(LIVE_TTL))
             .arg(task.unwrap_or(""))
             .arg(key)
-            .arg(self.limits.max_bytes)
+            .arg(max_bytes)
             .arg(scripts::entry_cost(&[
                 out,
                 input,
                 task.unwrap_or("").as_bytes(),
             ]))
             .arg(self.keep())
-            .invoke_async(&mut self.conn()?)
+            .invoke_async(&mut conn)
             .await?;
         Ok(match outcome {
             1 => Appended::Written,
@@ -396,29 +389,14 @@ impl RedisJournal {
     /// bound): other replicas no longer find it (`find` says `None`), and
     /// its lease goes so that nobody takes over a run that goes on here.
     pub async fn unshare(&self, key: &str) -> Result<(), SharedError> {
+        let (mut conn, shard) = self.on_run(key)?;
         let _: i64 = self
             .scripts
             .unshare
-            .key(run_key(key))
-            .invoke_async(&mut self.conn()?)
+            .key(shard.run(key))
+            .invoke_async(&mut conn)
             .await?;
         self.release(key).await
-    }
-
-    /// The number of the last frame written (0 for none).
-    pub async fn last_frame(
-        connection: &mut MultiplexedConnection,
-        key: &str,
-    ) -> Result<u64, SharedError> {
-        let reply: RedisValue = redis::cmd("XREVRANGE")
-            .arg(log_key(key))
-            .arg("+")
-            .arg("-")
-            .arg("COUNT")
-            .arg(1)
-            .query_async(connection)
-            .await?;
-        Ok(parse_entries(reply)?.first().map_or(0, |entry| entry.last))
     }
 
     /// Keeps the lease (and the run's keys, its thread's list too), and
@@ -428,17 +406,20 @@ impl RedisJournal {
         key: &str,
         thread: Option<&ThreadRef>,
     ) -> Result<Renewal, SharedError> {
-        let mut invocation = self.scripts.renew.key(lease_key(key));
-        invocation.key(run_key(key)).key(log_key(key));
+        let (mut conn, shard) = self.on_run(key)?;
+        let mut invocation = self.scripts.renew.key(shard.lease(key));
+        invocation.key(shard.run(key)).key(shard.log(key));
         if let Some(thread) = thread {
-            invocation.key(thread_key(thread));
+            // The same shard: a run's key is chosen in its thread's.
+            invocation.key(shard.thread(thread));
         }
         let held: i64 = invocation
+            .arg(&shard.prefix)
             .arg(&self.replica)
             .arg(millis(LEASE))
             .arg(millis(LIVE_TTL))
             .arg(self.keep())
-            .invoke_async(&mut self.conn()?)
+            .invoke_async(&mut conn)
             .await?;
         Ok(match held {
             1 => Renewal::Held,
@@ -451,52 +432,57 @@ impl RedisJournal {
     /// it next renews the lease, within `RENEW_EVERY`); false when the run
     /// is unknown or over.
     pub async fn request_stop(&self, key: &str) -> Result<bool, SharedError> {
+        let (mut conn, shard) = self.on_run(key)?;
         let asked: i64 = self
             .scripts
             .stop
-            .key(run_key(key))
-            .invoke_async(&mut self.conn()?)
+            .key(shard.run(key))
+            .invoke_async(&mut conn)
             .await?;
         Ok(asked == 1)
     }
 
     pub async fn release(&self, key: &str) -> Result<(), SharedError> {
+        let (mut conn, shard) = self.on_run(key)?;
         let _: i64 = self
             .scripts
             .release
-            .key(lease_key(key))
+            .key(shard.lease(key))
             .arg(&self.replica)
-            .invoke_async(&mut self.conn()?)
+            .invoke_async(&mut conn)
             .await?;
         Ok(())
     }
 
     /// Takes the lease of a run whose holder let it lapse.
     pub async fn take_over(&self, key: &str) -> Result<bool, SharedError> {
+        let (mut conn, shard) = self.on_run(key)?;
         let taken: Option<String> = redis::cmd("SET")
-            .arg(lease_key(key))
+            .arg(shard.lease(key))
             .arg(&self.replica)
             .arg("NX")
             .arg("PX")
             .arg(millis(LEASE))
-            .query_async(&mut self.conn()?)
+            .query_async(&mut conn)
             .await?;
         Ok(taken.is_some())
     }
 
     pub async fn is_leased(&self, key: &str) -> Result<bool, SharedError> {
+        let (mut conn, shard) = self.on_run(key)?;
         let exists: i64 = redis::cmd("EXISTS")
-            .arg(lease_key(key))
-            .query_async(&mut self.conn()?)
+            .arg(shard.lease(key))
+            .query_async(&mut conn)
             .await?;
         Ok(exists == 1)
     }
 
     /// The run an event id names, as stored.
     pub async fn find(&self, key: &str) -> Result<Option<RemoteRun>, SharedError> {
+        let (mut conn, shard) = self.on_run(key)?;
         let fields: std::collections::HashMap<String, Vec<u8>> = redis::cmd("HGETALL")
-            .arg(run_key(key))
-            .query_async(&mut self.conn()?)
+            .arg(shard.run(key))
+            .query_async(&mut conn)
             .await?;
         if fields.is_empty() || fields.contains_key("unshared") {
             return Ok(None);
@@ -519,38 +505,57 @@ impl RedisJournal {
         }))
     }
 
+    /// Every entry of a run, for a takeover's rebuild.
+    pub async fn all_entries(&self, key: &str) -> Result<Vec<Entry>, SharedError> {
+        let (mut conn, shard) = self.on_run(key)?;
+        let reply: RedisValue = redis::cmd("XRANGE")
+            .arg(shard.log(key))
+            .arg("-")
+            .arg("+")
+            .query_async(&mut conn)
+            .await?;
+        parse_entries(reply)
+    }
+}
+
+impl Tail {
+    /// The number of the last frame written (0 for none).
+    pub async fn last_frame(&mut self) -> Result<u64, SharedError> {
+        let mut cmd = redis::cmd("XREVRANGE");
+        cmd.arg(&self.log).arg("+").arg("-").arg("COUNT").arg(1);
+        let reply = self.query(&cmd).await?;
+        Ok(parse_entries(reply)?.first().map_or(0, |entry| entry.last))
+    }
+
     /// Entries after frame `after`'s entry id (exclusive), at most
     /// `READ_COUNT`; with `block`, waits that long for one.
     pub async fn read_after(
-        connection: &mut MultiplexedConnection,
-        key: &str,
+        &mut self,
         after: u64,
         block: Option<Duration>,
     ) -> Result<Vec<Entry>, SharedError> {
-        let reply: RedisValue = match block {
+        let mut cmd;
+        match block {
             Some(block) => {
-                redis::cmd("XREAD")
-                    .arg("COUNT")
+                cmd = redis::cmd("XREAD");
+                cmd.arg("COUNT")
                     .arg(READ_COUNT)
                     .arg("BLOCK")
                     .arg(millis(block))
                     .arg("STREAMS")
-                    .arg(log_key(key))
-                    .arg(format!("0-{after}"))
-                    .query_async(connection)
-                    .await?
+                    .arg(&self.log)
+                    .arg(format!("0-{after}"));
             }
             None => {
-                redis::cmd("XRANGE")
-                    .arg(log_key(key))
+                cmd = redis::cmd("XRANGE");
+                cmd.arg(&self.log)
                     .arg(format!("(0-{after}"))
                     .arg("+")
                     .arg("COUNT")
-                    .arg(READ_COUNT)
-                    .query_async(connection)
-                    .await?
+                    .arg(READ_COUNT);
             }
-        };
+        }
+        let reply = self.query(&cmd).await?;
         let entries = match block {
             // XREAD: [[stream, [entries…]]], or nil on timeout.
             Some(_) => match reply {
@@ -563,16 +568,5 @@ impl RedisJournal {
             None => reply,
         };
         parse_entries(entries)
-    }
-
-    /// Every entry of a run, for a takeover's rebuild.
-    pub async fn all_entries(&self, key: &str) -> Result<Vec<Entry>, SharedError> {
-        let reply: RedisValue = redis::cmd("XRANGE")
-            .arg(log_key(key))
-            .arg("-")
-            .arg("+")
-            .query_async(&mut self.conn()?)
-            .await?;
-        parse_entries(reply)
     }
 }

@@ -15,12 +15,12 @@
 //! orders them by last run; past `MAX_THREADS` (or a thread list's
 //! `MAX_LISTED`) the least recently run go with their keys.
 //!
-//! The scripts reach keys they compute (another run's, another thread's):
-//! the journal needs one Redis, not a Redis Cluster.
+//! The scripts reach keys they compute (another run's, another thread's),
+//! all under the prefix they are given (`ARGV[1]`): one shard's
+//! (`keys`), which on a Redis Cluster is one hash slot. The bookkeeping is
+//! the shard's, and the bounds they are given the shard's share.
 
 use redis::Script;
-
-use super::PREFIX;
 
 /// What a run's keys cost Redis beyond the bytes counted (hash, stream,
 /// lease, the bookkeeping's entries), counted with the run.
@@ -62,7 +62,7 @@ const SCAN: usize = 4096;
 /// not pile up in the bookkeeping (each counts until it is dropped).
 fn bounds() -> String {
     format!(
-        "local P = '{PREFIX}' \
+        "local P = ARGV[1] \
          local RUNS, SIZES, TOTAL = P .. 'journal:runs', P .. 'journal:sizes', P .. 'journal:bytes' \
          local THREADS = P .. 'journal:threads' \
          local function spent(run) \
@@ -119,44 +119,45 @@ fn bounds() -> String {
 
 /// A new run, held by this replica, within the journal's bytes (0 when
 /// there is no room: the run is not shared).
-/// KEYS: the run's hash, its lease. ARGV: 1 run key, 2 replica, 3 owner,
-/// 4 spec, 5 lease ms, 6 live ms, 7 keep ms (the bookkeeping's TTL), 8 max
-/// bytes, 9 its cost (`run_cost`); for a thread's run also 10 input messages, 11
-/// thread ref, 12 thread list key, 13 `run_id\tkey`, 14 thread id, 15 now ms, 16
-/// thread lifetime ms, 17 runs per thread, 18 listed per list, 19 threads.
+/// KEYS: the run's hash, its lease. ARGV: 1 the shard's prefix, 2 run key,
+/// 3 replica, 4 owner, 5 spec, 6 lease ms, 7 live ms, 8 keep ms (the
+/// bookkeeping's TTL), 9 max bytes, 10 its cost (`run_cost`); for a
+/// thread's run also 11 input messages, 12 thread ref, 13 thread list key,
+/// 14 `run_id\tkey`, 15 thread id, 16 now ms, 17 thread lifetime ms, 18
+/// runs per thread, 19 listed per list, 20 threads.
 /// The thread just run is never the one forgotten: scores are the
 /// replicas' clocks, and one behind the others would rank it oldest.
 fn open() -> String {
     format!(
         "{} \
-         local input = ARGV[10] or '' \
-         local need = tonumber(ARGV[9]) \
-         local total = room(need, tonumber(ARGV[8]), ARGV[7], true) \
+         local input = ARGV[11] or '' \
+         local need = tonumber(ARGV[10]) \
+         local total = room(need, tonumber(ARGV[9]), ARGV[8], true) \
          if not total then return 0 end \
-         redis.call('hset', KEYS[1], 'owner', ARGV[3], 'spec', ARGV[4]) \
-         redis.call('pexpire', KEYS[1], ARGV[6]) \
-         redis.call('set', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[5]) \
-         count(ARGV[1], need, total, ARGV[7]) \
-         if #ARGV < 19 then return 1 end \
+         redis.call('hset', KEYS[1], 'owner', ARGV[4], 'spec', ARGV[5]) \
+         redis.call('pexpire', KEYS[1], ARGV[7]) \
+         redis.call('set', KEYS[2], ARGV[3], 'NX', 'PX', ARGV[6]) \
+         count(ARGV[2], need, total, ARGV[8]) \
+         if #ARGV < 20 then return 1 end \
          redis.call('hset', KEYS[1], 'input', input) \
-         local ref, now, life = ARGV[11], ARGV[15], ARGV[16] \
+         local ref, now, life = ARGV[12], ARGV[16], ARGV[17] \
          local t = P .. 'thread:' .. ref \
-         redis.call('lpush', t, ARGV[13]) \
-         redis.call('ltrim', t, 0, tonumber(ARGV[17]) - 1) \
-         redis.call('pexpire', t, ARGV[7]) \
+         redis.call('lpush', t, ARGV[14]) \
+         redis.call('ltrim', t, 0, tonumber(ARGV[18]) - 1) \
+         redis.call('pexpire', t, ARGV[8]) \
          redis.call('hsetnx', t .. ':info', 'created', now) \
-         redis.call('hset', t .. ':info', 'id', ARGV[14], 'updated', now, 'shelf', ARGV[12]) \
+         redis.call('hset', t .. ':info', 'id', ARGV[15], 'updated', now, 'shelf', ARGV[13]) \
          redis.call('pexpire', t .. ':info', life) \
          redis.call('pexpire', t .. ':tasks', life) \
-         local shelf = P .. 'threads:' .. ARGV[12] \
+         local shelf = P .. 'threads:' .. ARGV[13] \
          local gone_before = tonumber(now) - tonumber(life) \
          redis.call('zadd', shelf, now, ref) \
          redis.call('zremrangebyscore', shelf, '-inf', '(' .. gone_before) \
-         for _, old in ipairs(redis.call('zrange', shelf, 0, -tonumber(ARGV[18]) - 1)) do if old ~= ref then forget(old) end end \
+         for _, old in ipairs(redis.call('zrange', shelf, 0, -tonumber(ARGV[19]) - 1)) do if old ~= ref then forget(old) end end \
          redis.call('pexpire', shelf, life) \
          redis.call('zadd', THREADS, now, ref) \
          redis.call('zremrangebyscore', THREADS, '-inf', '(' .. gone_before) \
-         local over = redis.call('zcard', THREADS) - tonumber(ARGV[19]) \
+         local over = redis.call('zcard', THREADS) - tonumber(ARGV[20]) \
          if over > 0 then \
            for _, old in ipairs(redis.call('zrange', THREADS, 0, over - 1)) do if old ~= ref then forget(old) end end \
          end \
@@ -169,54 +170,55 @@ fn open() -> String {
 /// One writer, in order: the lease holder appends the entry that starts
 /// right after the stream's last one (else -1), or nothing (0); -2 when
 /// the run is gone or the journal has no room for the entry.
-/// KEYS: the lease, the log, the run's hash. ARGV: 1 replica, 2 first, 3
-/// last, 4 frames, 5 input, 6 terminal, 7 ttl ms, 8 live ms, 9 task, 10
-/// run key, 11 max bytes, 12 its cost (`entry_cost`), 13 keep ms.
+/// KEYS: the lease, the log, the run's hash. ARGV: 1 the shard's prefix, 2
+/// replica, 3 first, 4 last, 5 frames, 6 input, 7 terminal, 8 ttl ms, 9
+/// live ms, 10 task, 11 run key, 12 max bytes, 13 its cost (`entry_cost`),
+/// 14 keep ms.
 fn append() -> String {
     format!(
         "{} \
-         if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end \
+         if redis.call('get', KEYS[1]) ~= ARGV[2] then return 0 end \
          if redis.call('exists', KEYS[3]) == 0 then return -2 end \
          local top = redis.call('xrevrange', KEYS[2], '+', '-', 'COUNT', 1) \
          local last = 0 \
          if #top > 0 then last = tonumber(string.match(top[1][1], '^0%-(%d+)$')) or -1 end \
-         if last + 1 ~= tonumber(ARGV[2]) then return -1 end \
-         local need = tonumber(ARGV[12]) \
-         local total = room(need, tonumber(ARGV[11]), ARGV[13], false) \
+         if last + 1 ~= tonumber(ARGV[3]) then return -1 end \
+         local need = tonumber(ARGV[13]) \
+         local total = room(need, tonumber(ARGV[12]), ARGV[14], false) \
          if not total then return -2 end \
-         redis.call('xadd', KEYS[2], '0-' .. ARGV[3], 'f', ARGV[2], 'o', ARGV[4], 'i', ARGV[5], 't', ARGV[6]) \
-         count(ARGV[10], need, total, ARGV[13]) \
-         if ARGV[6] == '1' then \
+         redis.call('xadd', KEYS[2], '0-' .. ARGV[4], 'f', ARGV[3], 'o', ARGV[5], 'i', ARGV[6], 't', ARGV[7]) \
+         count(ARGV[11], need, total, ARGV[14]) \
+         if ARGV[7] == '1' then \
            redis.call('hset', KEYS[3], 'done', '1') \
-           redis.call('pexpire', KEYS[3], ARGV[7]) \
-           redis.call('pexpire', KEYS[2], ARGV[7]) \
+           redis.call('pexpire', KEYS[3], ARGV[8]) \
+           redis.call('pexpire', KEYS[2], ARGV[8]) \
            redis.call('del', KEYS[1]) \
          elseif last == 0 then \
-           redis.call('pexpire', KEYS[2], ARGV[8]) \
+           redis.call('pexpire', KEYS[2], ARGV[9]) \
          end \
-         if ARGV[9] ~= '' then redis.call('hset', KEYS[3], 'task', ARGV[9]) end \
+         if ARGV[10] ~= '' then redis.call('hset', KEYS[3], 'task', ARGV[10]) end \
          return 1",
         bounds()
     )
 }
 
 /// Renew or release only a lease still ours (Redis 7.0 has no
-/// compare-and-expire); the run's keys live on with it, and the
-/// journal's bookkeeping too (ARGV[4], the keep ms), so that a long quiet
+/// compare-and-expire); the run's keys live on with it, and the shard's
+/// bookkeeping too (ARGV[5], the keep ms; ARGV[1] is the shard's prefix,
+/// ARGV[2] the replica), so that a long quiet
 /// run keeps its bytes counted. KEYS[2] is the run's hash, whose `stop` a
 /// stop on any replica sets (`request_stop`).
 fn renew() -> String {
-    format!(
-        "if redis.call('get', KEYS[1]) == ARGV[1] then \
-           redis.call('pexpire', KEYS[1], ARGV[2]) \
-           for i = 2, #KEYS do redis.call('pexpire', KEYS[i], ARGV[3]) end \
-           for _, key in ipairs({{'journal:runs', 'journal:sizes', 'journal:bytes'}}) do \
-             redis.call('pexpire', '{PREFIX}' .. key, ARGV[4]) \
+    "if redis.call('get', KEYS[1]) == ARGV[2] then \
+           redis.call('pexpire', KEYS[1], ARGV[3]) \
+           for i = 2, #KEYS do redis.call('pexpire', KEYS[i], ARGV[4]) end \
+           for _, key in ipairs({'journal:runs', 'journal:sizes', 'journal:bytes'}) do \
+             redis.call('pexpire', ARGV[1] .. key, ARGV[5]) \
            end \
            if redis.call('hget', KEYS[2], 'stop') == '1' then return 2 end \
            return 1 \
          end return 0"
-    )
+        .to_owned()
 }
 
 /// The scripts, loaded once per journal.

@@ -5,10 +5,7 @@
 
 use bytes::Bytes;
 
-use super::{
-    MAX_LISTED, PREFIX, RUNS_PER_THREAD, RedisJournal, SharedError, TASKS_PER_THREAD, run_key,
-    thread_key, thread_list_key, thread_tasks_key,
-};
+use super::{MAX_LISTED, RUNS_PER_THREAD, RedisJournal, SharedError, TASKS_PER_THREAD};
 use crate::identity::{ThreadListKey, ThreadRef};
 use crate::threads::ThreadSummary;
 
@@ -28,11 +25,12 @@ impl RedisJournal {
         thread: &ThreadRef,
         run_id: Option<&str>,
     ) -> Result<Vec<String>, SharedError> {
+        let (mut conn, layout) = self.conn()?;
         let runs: Vec<String> = redis::cmd("LRANGE")
-            .arg(thread_key(thread))
+            .arg(layout.of_thread(thread).thread(thread))
             .arg(0)
             .arg(RUNS_PER_THREAD - 1)
-            .query_async(&mut self.conn()?)
+            .query_async(&mut conn)
             .await?;
         Ok(runs
             .iter()
@@ -48,10 +46,11 @@ impl RedisJournal {
 
     /// A run's input messages, as recorded when it opened.
     pub async fn run_input(&self, key: &str) -> Result<Option<Bytes>, SharedError> {
+        let (mut conn, shard) = self.on_run(key)?;
         let input: Option<Vec<u8>> = redis::cmd("HGET")
-            .arg(run_key(key))
+            .arg(shard.run(key))
             .arg("input")
-            .query_async(&mut self.conn()?)
+            .query_async(&mut conn)
             .await?;
         Ok(input.map(Bytes::from))
     }
@@ -62,7 +61,8 @@ impl RedisJournal {
         thread: &ThreadRef,
         task: &str,
     ) -> Result<(), SharedError> {
-        let list = thread_tasks_key(thread);
+        let (mut conn, layout) = self.conn()?;
+        let list = layout.of_thread(thread).thread_tasks(thread);
         redis::pipe()
             .lrem(&list, 0, task)
             .ignore()
@@ -72,45 +72,68 @@ impl RedisJournal {
             .ignore()
             .pexpire(&list, self.thread_lifetime() as i64)
             .ignore()
-            .query_async::<()>(&mut self.conn()?)
+            .query_async::<()>(&mut conn)
             .await?;
         Ok(())
     }
 
     /// The A2A tasks a thread's runs named, oldest first.
     pub async fn thread_tasks(&self, thread: &ThreadRef) -> Result<Vec<String>, SharedError> {
+        let (mut conn, layout) = self.conn()?;
         Ok(redis::cmd("LRANGE")
-            .arg(thread_tasks_key(thread))
+            .arg(layout.of_thread(thread).thread_tasks(thread))
             .arg(0)
             .arg(-1)
-            .query_async(&mut self.conn()?)
+            .query_async(&mut conn)
             .await?)
     }
 
-    /// A caller's threads with an agent, the latest to run first.
+    /// A caller's threads with an agent, the latest to run first: on a
+    /// cluster, each shard's list read and merged.
     pub async fn threads(&self, list: &ThreadListKey) -> Result<Vec<ThreadSummary>, SharedError> {
-        let refs: Vec<String> = redis::cmd("ZREVRANGE")
-            .arg(thread_list_key(list))
-            .arg(0)
-            .arg(MAX_LISTED - 1)
-            .query_async(&mut self.conn()?)
-            .await?;
-        if refs.is_empty() {
-            return Ok(Vec::new());
+        let (mut conn, layout) = self.conn()?;
+        // (last run, thread ref, its shard's number)
+        let mut listed: Vec<(u64, String, usize)> = Vec::new();
+        for n in 0..layout.shards() {
+            let refs: Vec<(String, f64)> = redis::cmd("ZREVRANGE")
+                .arg(layout.shard(n).thread_list(list))
+                .arg(0)
+                .arg(MAX_LISTED - 1)
+                .arg("WITHSCORES")
+                .query_async(&mut conn)
+                .await?;
+            listed.extend(refs.into_iter().map(|(hex, at)| (at as u64, hex, n)));
         }
-        let mut pipe = redis::pipe();
-        for hex in &refs {
-            pipe.cmd("HMGET")
-                .arg(format!("{PREFIX}thread:{hex}:info"))
-                .arg("id")
-                .arg("created")
-                .arg("updated");
+        listed.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        listed.truncate(MAX_LISTED);
+        // One pipeline per shard: a cluster's pipeline is one slot's.
+        let mut found = std::collections::HashMap::new();
+        for n in 0..layout.shards() {
+            let shard = layout.shard(n);
+            let refs: Vec<&str> = listed
+                .iter()
+                .filter(|(_, _, of)| *of == n)
+                .map(|(_, hex, _)| hex.as_str())
+                .collect();
+            if refs.is_empty() {
+                continue;
+            }
+            let mut pipe = redis::pipe();
+            for hex in &refs {
+                pipe.cmd("HMGET")
+                    .arg(shard.thread_info(hex))
+                    .arg("id")
+                    .arg("created")
+                    .arg("updated");
+            }
+            let infos: Vec<(Option<String>, Option<u64>, Option<u64>)> =
+                pipe.query_async(&mut conn).await?;
+            found.extend(refs.into_iter().map(str::to_owned).zip(infos));
         }
-        let infos: Vec<(Option<String>, Option<u64>, Option<u64>)> =
-            pipe.query_async(&mut self.conn()?).await?;
-        Ok(infos
+        Ok(listed
             .into_iter()
-            .filter_map(|(id, created, updated)| {
+            .filter_map(|(_, hex, _)| {
+                let (id, created, updated) = found.remove(&hex)?;
                 Some(ThreadSummary {
                     id: id?,
                     created_ms: created.unwrap_or_default(),
