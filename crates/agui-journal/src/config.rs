@@ -212,7 +212,11 @@ mod tests {
         assert_eq!(nodes("redis://r:6379/0"), ["redis://r:6379/0"]);
         assert_eq!(
             nodes("rediss://u:p@a:7000, b:7001,c"),
-            ["rediss://u:p@a:7000", "rediss://u:p@b:7001", "rediss://u:p@c"]
+            [
+                "rediss://u:p@a:7000",
+                "rediss://u:p@b:7001",
+                "rediss://u:p@c"
+            ]
         );
         assert_eq!(
             nodes("redis://a:7000,redis://b:7001/0"),

@@ -2,8 +2,9 @@
 //! in cluster mode, their slots split evenly. Replica A is given one node's
 //! URL, replica B the other two as seeds. A run cut on A continues on B
 //! while its shard's slot moves to another node (the writes and the reads
-//! follow `ASK` and `MOVED`), a SIGKILLed replica's run is taken over, and
-//! the runs are spread over the three nodes. A user who may not ask the
+//! follow `ASK` and `MOVED`), a SIGKILLed replica's run is taken over, the
+//! runs are spread over the three nodes, and a caller's thread list has
+//! its threads from every shard. A user who may not ask the
 //! cluster for its slots makes the gateway unready, saying why.
 
 use std::time::{Duration, Instant};
@@ -13,7 +14,7 @@ use redis::aio::MultiplexedConnection;
 use crate::journal_tls::{cut_and_taken_over, readyz_with};
 use crate::replicas::assert_one_run;
 use crate::resume::{last_id, post, read_then_cut, run_input};
-use crate::support::{Process, agent, free_port, gateway_for, redis_with};
+use crate::support::{Process, agent, client, fake_upstream, free_port, gateway_for, redis_with};
 
 /// The slots node `i` of three serves, as `form` assigns them.
 const RANGES: [(u16, u16); 3] = [(0, 5460), (5461, 10922), (10923, 16383)];
@@ -152,17 +153,52 @@ async fn replicas_share_runs_through_a_redis_cluster_while_a_slot_moves() {
     }
     let agui = |gw: &Process| format!("{}/agui", gw.url());
 
-    // Runs of several threads, on either replica, land on every node.
-    for n in 0..6 {
-        let gw = if n % 2 == 0 { &a } else { &b };
-        let input = run_input(&format!("cluster-spread-{n}"), "count 2 10");
-        let answer = post(&agui(gw), &input, None).await;
+    // One caller's runs of a dozen threads, on either replica, land on
+    // every node; its thread list, read from every shard and merged, has
+    // them all, newest first. (Through the Rust fake agent, which lists no
+    // contexts of its own: the list is the journal's alone.)
+    let (fake, _recorded) = fake_upstream().await;
+    let fake = format!("http://{fake}/");
+    let c = gateway_for(&fake, &["--journal", &a_url, "--gateway-id", "gw-c"]);
+    let d = gateway_for(&fake, &["--journal", &b_url, "--gateway-id", "gw-d"]);
+    let carol = "Bearer carol-token";
+    for n in 0..12 {
+        let gw = if n % 2 == 0 { &c } else { &d };
+        let input = run_input(&format!("cluster-spread-{n}"), "hello");
+        let answer = client()
+            .post(agui(gw))
+            .header("Authorization", carol)
+            .json(&input)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(answer.status(), 200);
-        assert_one_run(&answer.text().await.unwrap(), 2);
+        let body = answer.text().await.unwrap();
+        assert!(body.contains("RUN_FINISHED"), "{body}");
     }
     for node in &nodes {
         assert!(!runs_on(node).await.is_empty(), "a node holds no run");
     }
+    let listed: serde_json::Value = client()
+        .get(format!("{}/copilotkit/threads?agentId=default", c.url()))
+        .header("Authorization", carol)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let listed_ids: Vec<&str> = listed["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["id"].as_str())
+        .collect();
+    let newest_first: Vec<String> = (0..12)
+        .rev()
+        .map(|n| format!("cluster-spread-{n}"))
+        .collect();
+    assert_eq!(listed_ids, newest_first, "{listed}");
 
     // Cut on A; while the run goes on, its slot moves to another node;
     // B continues it from where the client was cut.
