@@ -20,7 +20,7 @@ pub enum Backend {
 /// Redis, or of any node of a Redis Cluster), or a cluster's seed nodes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedisNodes {
-    /// Never empty; all of one scheme, user and password.
+    /// Never empty; all of one scheme, user, password, database.
     urls: Vec<url::Url>,
 }
 
@@ -28,42 +28,34 @@ pub struct RedisNodes {
 const MAX_SEEDS: usize = 32;
 
 impl RedisNodes {
-    /// `redis[s]://[user:password@]host[:port][/db]`, then for a cluster's
-    /// other seeds, after commas, `host[:port]` (the first URL's scheme and
-    /// credentials apply) or whole URLs of the same scheme.
+    /// `redis[s]://[user:password@]host[:port][/db]`, and for a cluster's
+    /// seeds several hosts: `redis[s]://[user:password@]a:7000,b:7001[/db]`
+    /// (each with the one user, password, database and options, as the
+    /// cluster's client wants them). A comma in the password stays the
+    /// password's.
     pub fn parse(text: &str) -> Result<RedisNodes, String> {
         // Never quoted back: the URL may hold a password.
-        let malformed = || {
-            "not a redis[s]://[user:password@]host[:port][/db] URL, or such a URL then \
-             host:port seeds after commas"
-                .to_owned()
-        };
-        let mut pieces = text.split(',').map(str::trim);
-        let first = pieces
-            .next()
-            .and_then(|first| url::Url::parse(first).ok())
-            .filter(|url| matches!(url.scheme(), "redis" | "rediss"))
-            .filter(|url| url.host_str().is_some_and(|h| !h.is_empty()))
+        let malformed =
+            || "not a redis[s]://[user:password@]host[:port][,host[:port]…][/db] URL".to_owned();
+        let (scheme, rest) = text
+            .split_once("://")
+            .filter(|(scheme, _)| matches!(*scheme, "redis" | "rediss"))
             .ok_or_else(malformed)?;
-        let mut urls = vec![first.clone()];
-        for piece in pieces {
+        // The authority ends at the path, query or fragment; the user and
+        // password end at its last `@`.
+        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(end);
+        let (userinfo, hosts) = match authority.rfind('@') {
+            Some(at) => authority.split_at(at + 1),
+            None => ("", authority),
+        };
+        let mut urls = Vec::new();
+        for host in hosts.split(',') {
             if urls.len() == MAX_SEEDS {
                 return Err(format!("more than {MAX_SEEDS} Redis seed nodes"));
             }
-            let url = if piece.contains("://") {
-                url::Url::parse(piece).ok()
-            } else {
-                url::Url::parse(&format!("{}://{piece}", first.scheme()))
-                    .ok()
-                    .and_then(|mut url| {
-                        url.set_username(first.username()).ok()?;
-                        url.set_password(first.password()).ok()?;
-                        url.set_path(first.path());
-                        Some(url)
-                    })
-            };
-            let url = url
-                .filter(|url| url.scheme() == first.scheme())
+            let url = url::Url::parse(&format!("{scheme}://{userinfo}{}{tail}", host.trim()))
+                .ok()
                 .filter(|url| url.host_str().is_some_and(|h| !h.is_empty()))
                 .ok_or_else(malformed)?;
             urls.push(url);
@@ -208,27 +200,26 @@ mod tests {
     }
 
     #[test]
-    fn a_cluster_s_seeds_follow_the_first_url_after_commas() {
+    fn a_cluster_s_seeds_are_the_url_s_hosts_after_commas() {
         assert_eq!(nodes("redis://r:6379/0"), ["redis://r:6379/0"]);
         assert_eq!(
-            nodes("rediss://u:p@a:7000, b:7001,c"),
+            nodes("rediss://u:p@a:7000, b:7001,c/0?protocol=resp3"),
             [
-                "rediss://u:p@a:7000",
-                "rediss://u:p@b:7001",
-                "rediss://u:p@c"
+                "rediss://u:p@a:7000/0?protocol=resp3",
+                "rediss://u:p@b:7001/0?protocol=resp3",
+                "rediss://u:p@c/0?protocol=resp3"
             ]
         );
-        assert_eq!(
-            nodes("redis://a:7000,redis://b:7001/0"),
-            ["redis://a:7000", "redis://b:7001/0"]
-        );
+        // A comma in the password is the password's.
+        assert_eq!(nodes("redis://u:p,w@a:1"), ["redis://u:p,w@a:1"]);
+        assert_eq!(nodes("redis://:p,w@a:1,b:2").len(), 2);
         for bad in [
             "redis://",
             "redis://a,",
-            "redis://a,rediss://b",
-            "redis://a,http://b",
+            "redis://a,,b",
             "redis://a,b:port",
             "redis:///0",
+            "http://a",
         ] {
             let err = Backend::parse(bad).unwrap_err();
             assert!(!err.contains(bad), "{err}");

@@ -23,14 +23,19 @@ const RANGES: [(u16, u16); 3] = [(0, 5460), (5461, 10922), (10923, 16383)];
 /// port, for `CLUSTER MEET`), with `more` arguments.
 fn cluster_node(more: &[&str]) -> (Process, u16) {
     let bus = free_port();
+    let file = format!("nodes-{}-{bus}.conf", std::process::id());
     let node = redis_with(|port| {
+        // A file left by an earlier run on these ports would be a cluster
+        // of its own.
+        let dir = std::env::temp_dir().join(format!("agui-gateway-redis-{port}"));
+        let _ = std::fs::remove_file(dir.join(&file));
         let mut args: Vec<String> = [
             "--port",
             &port.to_string(),
             "--cluster-enabled",
             "yes",
             "--cluster-config-file",
-            &format!("nodes-{}-{bus}.conf", std::process::id()),
+            &file,
             "--cluster-port",
             &bus.to_string(),
             "--cluster-node-timeout",
@@ -107,8 +112,15 @@ async fn runs_on(node: &Process) -> Vec<String> {
 
 /// Moves `slot` with its keys from node `from` to node `to`, as
 /// `redis-cli --cluster reshard` does: importing and migrating, `MIGRATE`
-/// of every key, then the slot given to `to` on every node.
-async fn move_slot(nodes: &[Process], ids: &[String], slot: u16, from: usize, to: usize) {
+/// of every key, then (`between` later: meanwhile the keys' clients are
+/// answered `ASK`) the slot given to `to` on every node (then `MOVED`).
+async fn move_slot(
+    nodes: &[Process],
+    ids: &[String],
+    slot: u16,
+    (from, to): (usize, usize),
+    between: Duration,
+) {
     let slot = slot.to_string();
     let () = query(
         &nodes[to],
@@ -131,6 +143,7 @@ async fn move_slot(nodes: &[Process], ids: &[String], slot: u16, from: usize, to
         migrate.extend(keys.iter().map(String::as_str));
         let _: redis::Value = query(&nodes[from], &migrate).await;
     }
+    tokio::time::sleep(between).await;
     for node in nodes {
         let () = query(node, &["CLUSTER", "SETSLOT", &slot, "NODE", &ids[to]]).await;
     }
@@ -200,9 +213,11 @@ async fn replicas_share_runs_through_a_redis_cluster_while_a_slot_moves() {
         .collect();
     assert_eq!(listed_ids, newest_first, "{listed}");
 
-    // Cut on A; while the run goes on, its slot moves to another node;
-    // B continues it from where the client was cut.
-    let input = run_input("cluster-moved", "count 20 150");
+    // Cut on A. B follows the run live from where the client was cut,
+    // while the run's slot moves to another node: its keys migrate, and
+    // 1.5 s later the slot is given away. The writes (A) and the blocking
+    // reads (B) meet `ASK`, then `MOVED`; nothing is lost.
+    let input = run_input("cluster-moved", "count 30 150");
     let cut = read_then_cut(post(&agui(&a), &input, None).await, 5).await;
     let id = last_id(&cut);
     let key = id.split('.').next().unwrap().to_owned();
@@ -215,12 +230,20 @@ async fn replicas_share_runs_through_a_redis_cluster_while_a_slot_moves() {
     let (from, hash) = owner.expect("the cut run is in the cluster");
     let slot: u16 = query(&nodes[0], &["CLUSTER", "KEYSLOT", &hash]).await;
     assert!((RANGES[from].0..=RANGES[from].1).contains(&slot));
+    let follower = tokio::spawn({
+        let (url, input, id) = (agui(&b), input.clone(), id.clone());
+        async move {
+            let rest = post(&url, &input, Some(&id)).await;
+            (rest.status(), rest.text().await.unwrap())
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let to = (from + 1) % 3;
-    move_slot(&nodes, &ids, slot, from, to).await;
+    move_slot(&nodes, &ids, slot, (from, to), Duration::from_millis(1500)).await;
     assert!(runs_on(&nodes[to]).await.contains(&hash), "the run moved");
-    let rest = post(&agui(&b), &input, Some(&id)).await;
-    assert_eq!(rest.status(), 200);
-    assert_one_run(&format!("{cut}{}", rest.text().await.unwrap()), 20);
+    let (status, rest) = follower.await.unwrap();
+    assert_eq!(status, 200);
+    assert_one_run(&format!("{cut}{rest}"), 30);
 
     // Cut again, then A is killed mid-run: B takes it over.
     cut_and_taken_over(a, &b, "cluster").await;
@@ -242,6 +265,13 @@ async fn a_cluster_the_journal_may_not_ask_for_its_slots_makes_the_gateway_unrea
     let message = body["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("cluster mode"), "{message}");
     assert!(!message.contains("127.0.0.1"), "{message}");
+
+    // A cluster has only database 0.
+    let url = format!("redis://127.0.0.1:{}/1", nodes[1].port);
+    let (status, body) = readyz_with(&url, &[]).await;
+    assert_eq!(status, 503, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("only database 0"), "{message}");
 
     // Several seeds of a Redis that is no cluster: named as such.
     let lone = redis_with(|port| vec!["--port".to_owned(), port.to_string()]);

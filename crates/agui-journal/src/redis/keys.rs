@@ -111,6 +111,14 @@ impl Shard {
         format!("{}threads:{}", self.prefix, list.to_hex())
     }
 
+    /// The shard's bookkeeping (`scripts`): its runs by age, their sizes,
+    /// their total, its threads by last run. Declared to the scripts that
+    /// touch them, so that a cluster moving the shard's slot answers those
+    /// scripts `ASK` or `TRYAGAIN` before they run, not midway.
+    pub fn bookkeeping(&self) -> [String; 4] {
+        ["runs", "sizes", "bytes", "threads"].map(|name| format!("{}journal:{name}", self.prefix))
+    }
+
     /// This replica's probe keys (`health`).
     pub fn probe(&self, replica: &str) -> String {
         format!("{}probe:{replica}", self.prefix)
@@ -124,6 +132,23 @@ pub fn shard_digit(key: &str) -> usize {
         .next()
         .and_then(|c| c.to_digit(16))
         .map_or(0, |digit| digit as usize)
+}
+
+/// The hash slot of shard `n`'s keys on a cluster: CRC16 (XMODEM) of its
+/// tag, mod 16,384, as Redis Cluster computes it.
+pub fn shard_slot(n: usize) -> u16 {
+    let mut crc: u16 = 0;
+    for byte in TAGS[n % SHARDS].bytes() {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc % 16_384
 }
 
 /// A budget's key (`crate::budget` names it with its own hash tag), in
@@ -148,28 +173,10 @@ mod tests {
     use super::*;
     use crate::identity::CallerDigest;
 
-    /// Redis Cluster's key slot: CRC16 (XMODEM) of the tag, mod 16,384.
-    fn slot(tag: &str) -> usize {
-        let mut crc: u16 = 0;
-        for byte in tag.bytes() {
-            crc ^= u16::from(byte) << 8;
-            for _ in 0..8 {
-                crc = if crc & 0x8000 != 0 {
-                    (crc << 1) ^ 0x1021
-                } else {
-                    crc << 1
-                };
-            }
-        }
-        usize::from(crc) % 16_384
-    }
-
     #[test]
     fn each_shard_sits_in_the_middle_of_its_sixteenth_of_the_slots() {
-        // The check value of CRC-16/XMODEM.
-        assert_eq!(slot("123456789"), 0x31C3);
         for (n, tag) in TAGS.iter().enumerate() {
-            let at = slot(tag);
+            let at = usize::from(shard_slot(n));
             assert!(
                 (n * 1024 + 256..n * 1024 + 768).contains(&at),
                 "{tag}: {at}"

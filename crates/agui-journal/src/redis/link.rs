@@ -10,12 +10,11 @@ use redis::aio::{
 };
 use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, Client, Cmd, Pipeline, RedisError, RedisFuture, Value};
-use std::sync::{Arc, Mutex};
 use url::Url;
 
 use super::connect::{self, CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
 use super::keys::{self, Layout, SHARDS};
-use super::{BLOCK, RedisAccess, SharedError};
+use super::{BLOCK, RedisAccess, SharedError, Unusable};
 use crate::config::RedisNodes;
 
 /// A connection for the journal's commands: to one Redis, or to a cluster
@@ -57,18 +56,16 @@ impl ConnectionLike for Conn {
 pub(super) struct Link {
     pub conn: Conn,
     pub layout: Layout,
-    tails: Arc<Tails>,
+    tails: Tails,
 }
 
 /// What a follower's connection is made from.
 struct Tails {
-    /// The first node that answered (on a cluster, where a follower's
-    /// connection starts when its shard's node is not known yet).
-    node: Url,
+    /// The node that answered, then the other seeds: where a follower's
+    /// connection goes on one Redis, and on a cluster when the cluster
+    /// does not say which node serves the run's shard.
+    nodes: Vec<Url>,
     access: RedisAccess,
-    /// On a cluster: each shard's node as a redirect last named it
-    /// (`host:port`), so that the next follower goes there directly.
-    known: Mutex<[Option<String>; SHARDS]>,
 }
 
 /// What `CLUSTER INFO` says of the node.
@@ -79,8 +76,10 @@ enum Mode {
 
 impl Link {
     pub async fn open(nodes: &RedisNodes, access: &RedisAccess) -> Result<Link, SharedError> {
-        // The first seed that answers says whether Redis is a cluster.
-        let mut failure = None;
+        // The first seed that answers says whether Redis is a cluster;
+        // when none does, what the configuration gets wrong is said over
+        // an outage.
+        let mut failure: Option<SharedError> = None;
         let mut found = None;
         for url in nodes.urls() {
             match ask_mode(url, access).await {
@@ -88,7 +87,12 @@ impl Link {
                     found = Some((url.clone(), mode));
                     break;
                 }
-                Err(err) => failure = Some(err),
+                Err(err) => {
+                    let misconfigured = |err: &SharedError| Unusable::of(err).misconfigured;
+                    if !failure.as_ref().is_some_and(misconfigured) {
+                        failure = Some(err);
+                    }
+                }
             }
         }
         let (node, mode) = match (found, failure) {
@@ -96,11 +100,12 @@ impl Link {
             (None, Some(err)) => return Err(err),
             (None, None) => return Err(SharedError::NotConnected),
         };
-        let tails = Arc::new(Tails {
-            node: node.clone(),
+        let mut seeds = vec![node.clone()];
+        seeds.extend(nodes.urls().iter().filter(|url| **url != node).cloned());
+        let tails = Tails {
+            nodes: seeds,
             access: access.clone(),
-            known: Mutex::new(Default::default()),
-        });
+        };
         match mode {
             Mode::One if nodes.urls().len() > 1 => Err(SharedError::Misconfigured(
                 "several Redis nodes are named, and Redis is not a cluster",
@@ -121,14 +126,12 @@ impl Link {
             }
             Mode::Cluster if nodes.urls().iter().any(|url| database(url) != 0) => {
                 Err(SharedError::Misconfigured(
-                    "Redis runs in cluster mode, which has only database 0, and the journal's URL names another",
+                    "Redis runs in cluster mode, which has only database 0, and the journal's URL \
+                     names another",
                 ))
             }
             Mode::Cluster => {
-                // The node that answered first, then the other seeds.
-                let mut seeds = vec![node.clone()];
-                seeds.extend(nodes.urls().iter().filter(|url| **url != node).cloned());
-                let client = connect::cluster(&seeds, access)?;
+                let client = connect::cluster(&tails.nodes, access)?;
                 let mut conn = client.get_async_connection().await?;
                 let _: String = redis::cmd("PING").query_async(&mut conn).await?;
                 Ok(Link {
@@ -142,36 +145,83 @@ impl Link {
 
     /// A connection of its own for a follower's blocking reads of run
     /// `key`'s log: a blocking command holds up every other command on its
-    /// connection. On a cluster it goes to the node last known to serve
-    /// the run's shard, else to the first node, and follows redirects.
+    /// connection. On a cluster it goes to the node the cluster says
+    /// serves the run's shard now (after a failover, the new primary),
+    /// else to the seeds in turn, and follows redirects.
     pub async fn tail(&self, key: &str) -> Result<Tail, SharedError> {
         let log = self.layout.of_run(key).log(key);
-        let shard = keys::shard_digit(key);
-        let cluster = self.layout == Layout::Sharded;
-        let known = if cluster {
-            self.tails
-                .known
-                .lock()
-                .ok()
-                .and_then(|known| known[shard].clone())
-        } else {
-            None
+        let Conn::Cluster(cluster) = &self.conn else {
+            let connection = tail_connection(&self.tails.nodes[0], &self.tails.access).await?;
+            return Ok(Tail {
+                connection,
+                log,
+                cluster: None,
+            });
         };
-        let url = known
-            .and_then(|address| at(&self.tails.node, &address))
-            .unwrap_or_else(|| self.tails.node.clone());
-        let connection = tail_connection(&url, &self.tails.access).await?;
-        Ok(Tail {
-            connection,
-            log,
-            follow: cluster.then(|| (self.tails.clone(), shard)),
-        })
+        let slot = keys::shard_slot(keys::shard_digit(key));
+        let owner = owner(&mut cluster.clone(), slot)
+            .await
+            .and_then(|address| at(&self.tails.nodes[0], &address));
+        let mut failure = SharedError::NotConnected;
+        for url in owner.iter().chain(&self.tails.nodes) {
+            match tail_connection(url, &self.tails.access).await {
+                Ok(connection) => {
+                    return Ok(Tail {
+                        connection,
+                        log,
+                        cluster: Some((self.tails.nodes[0].clone(), self.tails.access.clone())),
+                    });
+                }
+                Err(err) => failure = err,
+            }
+        }
+        Err(failure)
     }
 }
 
-/// Asks the node at `url` whether it is a cluster's.
+/// The `host:port` of the primary serving `slot`, as the cluster says
+/// (`CLUSTER SLOTS`); none when it does not say (a node that announces no
+/// endpoint, an answer of another shape).
+async fn owner(cluster: &mut ClusterConnection, slot: u16) -> Option<String> {
+    let slots: Value = redis::cmd("CLUSTER")
+        .arg("SLOTS")
+        .query_async(cluster)
+        .await
+        .ok()?;
+    let Value::Array(ranges) = slots else {
+        return None;
+    };
+    let int = |value: &Value| match value {
+        Value::Int(n) => Some(*n),
+        _ => None,
+    };
+    ranges.iter().find_map(|range| {
+        let Value::Array(range) = range else {
+            return None;
+        };
+        let (first, last) = (int(range.first()?)?, int(range.get(1)?)?);
+        if !(first..=last).contains(&i64::from(slot)) {
+            return None;
+        }
+        let Value::Array(primary) = range.get(2)? else {
+            return None;
+        };
+        let host = match primary.first()? {
+            Value::BulkString(host) => String::from_utf8(host.clone()).ok()?,
+            Value::SimpleString(host) => host.clone(),
+            _ => return None,
+        };
+        let port = int(primary.get(1)?)?;
+        (!host.is_empty() && host != "?").then(|| format!("{host}:{port}"))
+    })
+}
+
+/// Asks the node at `url` whether it is a cluster's (on database 0: a
+/// cluster node refuses any other, which is said as such afterwards).
 async fn ask_mode(url: &Url, access: &RedisAccess) -> Result<Mode, SharedError> {
-    let client = connect::client(url, access)?;
+    let mut url = url.clone();
+    url.set_path("/0");
+    let client = connect::client(&url, access)?;
     let config = AsyncConnectionConfig::new()
         .set_connection_timeout(Some(CONNECT_TIMEOUT))
         .set_response_timeout(Some(RESPONSE_TIMEOUT));
@@ -179,7 +229,8 @@ async fn ask_mode(url: &Url, access: &RedisAccess) -> Result<Mode, SharedError> 
         .get_multiplexed_async_connection_with_config(&config)
         .await?;
     // CLUSTER INFO, not INFO: a least-privilege user (-@dangerous) may
-    // not run INFO. A Redis without cluster support refuses it.
+    // not run INFO. A Redis without cluster support refuses it, or does
+    // not know it.
     let info: Result<String, RedisError> = redis::cmd("CLUSTER")
         .arg("INFO")
         .query_async(&mut conn)
@@ -204,9 +255,17 @@ async fn ask_mode(url: &Url, access: &RedisAccess) -> Result<Mode, SharedError> 
             }
             Ok(Mode::One)
         }
-        Err(err) if err.code().is_some() => Ok(Mode::One),
+        Err(err) if no_cluster(&err) => Ok(Mode::One),
+        // Loading, busy, down: asked again at the next check.
         Err(err) => Err(err.into()),
     }
+}
+
+/// Whether `err` is a Redis saying it has no cluster (support disabled,
+/// or a managed Redis that does not know the command).
+fn no_cluster(err: &RedisError) -> bool {
+    let text = err.to_string().to_ascii_lowercase();
+    text.contains("cluster support disabled") || text.contains("unknown command")
 }
 
 fn database(url: &Url) -> i64 {
@@ -252,8 +311,9 @@ pub struct Tail {
     connection: MultiplexedConnection,
     /// The run's log.
     pub(super) log: String,
-    /// On a cluster: where to learn and note the shard's node.
-    follow: Option<(Arc<Tails>, usize)>,
+    /// On a cluster: the URL a redirect's node is reached like, and the
+    /// access files' content.
+    cluster: Option<(Url, RedisAccess)>,
 }
 
 impl Tail {
@@ -275,16 +335,13 @@ impl Tail {
                 Ok(value) => return Ok(value),
                 Err(err) => err,
             };
-            let (Some((tails, shard)), Some((address, _))) = (&self.follow, err.redirect_node())
+            let (Some((like, access)), Some((address, _))) = (&self.cluster, err.redirect_node())
             else {
                 return Err(err.into());
             };
-            let url = at(&tails.node, address).ok_or(SharedError::Malformed("redirect"))?;
-            self.connection = tail_connection(&url, &tails.access).await?;
+            let url = at(like, address).ok_or(SharedError::Malformed("redirect"))?;
+            self.connection = tail_connection(&url, access).await?;
             asking = err.code() == Some("ASK");
-            if !asking && let Ok(mut known) = tails.known.lock() {
-                known[*shard] = Some(address.to_owned());
-            }
         }
         Err(SharedError::Malformed("too many redirects"))
     }

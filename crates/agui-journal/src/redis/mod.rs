@@ -304,6 +304,16 @@ impl RedisJournal {
         let mut invocation = self.scripts.open.key(shard.run(key));
         invocation
             .key(shard.lease(key))
+            .key(&shard.bookkeeping()[..]);
+        if let Some(thread) = &identity.thread {
+            let hex = thread.thread.to_hex();
+            invocation
+                .key(shard.thread(&thread.thread))
+                .key(shard.thread_info(&hex))
+                .key(shard.thread_tasks(&thread.thread))
+                .key(shard.thread_list(&thread.list));
+        }
+        invocation
             .arg(&shard.prefix)
             .arg(key)
             .arg(&self.replica)
@@ -357,6 +367,7 @@ impl RedisJournal {
             .key(shard.lease(key))
             .key(shard.log(key))
             .key(shard.run(key))
+            .key(&shard.bookkeeping()[..3])
             .arg(&shard.prefix)
             .arg(&self.replica)
             .arg(first)
@@ -408,7 +419,10 @@ impl RedisJournal {
     ) -> Result<Renewal, SharedError> {
         let (mut conn, shard) = self.on_run(key)?;
         let mut invocation = self.scripts.renew.key(shard.lease(key));
-        invocation.key(shard.run(key)).key(shard.log(key));
+        invocation
+            .key(&shard.bookkeeping()[..3])
+            .key(shard.run(key))
+            .key(shard.log(key));
         if let Some(thread) = thread {
             // The same shard: a run's key is chosen in its thread's.
             invocation.key(shard.thread(thread));

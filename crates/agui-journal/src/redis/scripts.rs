@@ -119,7 +119,9 @@ fn bounds() -> String {
 
 /// A new run, held by this replica, within the journal's bytes (0 when
 /// there is no room: the run is not shared).
-/// KEYS: the run's hash, its lease. ARGV: 1 the shard's prefix, 2 run key,
+/// KEYS: the run's hash, its lease, then (declared, named from the prefix)
+/// the bookkeeping, and for a thread's run its list, info, tasks and thread
+/// list. ARGV: 1 the shard's prefix, 2 run key,
 /// 3 replica, 4 owner, 5 spec, 6 lease ms, 7 live ms, 8 keep ms (the
 /// bookkeeping's TTL), 9 max bytes, 10 its cost (`run_cost`); for a
 /// thread's run also 11 input messages, 12 thread ref, 13 thread list key,
@@ -170,7 +172,9 @@ fn open() -> String {
 /// One writer, in order: the lease holder appends the entry that starts
 /// right after the stream's last one (else -1), or nothing (0); -2 when
 /// the run is gone or the journal has no room for the entry.
-/// KEYS: the lease, the log, the run's hash. ARGV: 1 the shard's prefix, 2
+/// KEYS: the lease, the log, the run's hash, then (declared, named from the
+/// prefix) the bookkeeping's runs, sizes and bytes. ARGV: 1 the shard's
+/// prefix, 2
 /// replica, 3 first, 4 last, 5 frames, 6 input, 7 terminal, 8 ttl ms, 9
 /// live ms, 10 task, 11 run key, 12 max bytes, 13 its cost (`entry_cost`),
 /// 14 keep ms.
@@ -204,20 +208,19 @@ fn append() -> String {
 
 /// Renew or release only a lease still ours (Redis 7.0 has no
 /// compare-and-expire); the run's keys live on with it, and the shard's
-/// bookkeeping too (ARGV[5], the keep ms; ARGV[1] is the shard's prefix,
-/// ARGV[2] the replica), so that a long quiet
-/// run keeps its bytes counted. KEYS[2] is the run's hash, whose `stop` a
-/// stop on any replica sets (`request_stop`).
+/// bookkeeping too, so that a long quiet run keeps its bytes counted.
+/// KEYS: 1 the lease, 2-4 the bookkeeping (runs, sizes, bytes), 5 the
+/// run's hash (whose `stop` a stop on any replica sets: `request_stop`),
+/// 6 its log, 7 its thread's run list if any. ARGV: 1 the shard's prefix,
+/// 2 replica, 3 lease ms, 4 live ms, 5 keep ms.
 fn renew() -> String {
     "if redis.call('get', KEYS[1]) == ARGV[2] then \
-           redis.call('pexpire', KEYS[1], ARGV[3]) \
-           for i = 2, #KEYS do redis.call('pexpire', KEYS[i], ARGV[4]) end \
-           for _, key in ipairs({'journal:runs', 'journal:sizes', 'journal:bytes'}) do \
-             redis.call('pexpire', ARGV[1] .. key, ARGV[5]) \
-           end \
-           if redis.call('hget', KEYS[2], 'stop') == '1' then return 2 end \
-           return 1 \
-         end return 0"
+       redis.call('pexpire', KEYS[1], ARGV[3]) \
+       for i = 2, 4 do redis.call('pexpire', KEYS[i], ARGV[5]) end \
+       for i = 5, #KEYS do redis.call('pexpire', KEYS[i], ARGV[4]) end \
+       if redis.call('hget', KEYS[5], 'stop') == '1' then return 2 end \
+       return 1 \
+     end return 0"
         .to_owned()
 }
 

@@ -104,7 +104,8 @@ impl RedisJournal {
                 .await?;
             listed.extend(refs.into_iter().map(|(hex, at)| (at as u64, hex, n)));
         }
-        listed.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        // Newest first; ties as ZREVRANGE orders them (members descending).
+        listed.sort_by(|a, b| (b.0, &b.1).cmp(&(a.0, &a.1)));
         listed.truncate(MAX_LISTED);
         // One pipeline per shard: a cluster's pipeline is one slot's.
         let mut found = std::collections::HashMap::new();
