@@ -235,17 +235,25 @@ impl Protocols {
             accepted,
             secure: self.tls.is_some(),
         };
-        let stop = &drain.stop;
         match &self.tls {
+            // Boxed: a TLS connection's future (rustls's state inline) is
+            // several KiB larger than a clear-text one's, and a future is
+            // the size of its largest branch: unboxed, every clear-text
+            // connection would hold that much for as long as it lives.
             Some(tls) => {
-                let Some(io) = opening(stop, within, tls.acceptor().accept(io)).await else {
-                    return;
-                };
-                let protocol = AgreedProtocol::of_alpn(io.get_ref().1.alpn_protocol());
-                self.requests(io, protocol, at, app, drain).await;
+                Box::pin(async move {
+                    let stop = drain.stop.clone();
+                    let accept = tls.acceptor().accept(io);
+                    let Some(io) = opening(&stop, within, accept).await else {
+                        return;
+                    };
+                    let protocol = AgreedProtocol::of_alpn(io.get_ref().1.alpn_protocol());
+                    self.requests(io, protocol, at, app, drain).await;
+                })
+                .await;
             }
             None => {
-                let Some((io, protocol)) = opening(stop, within, sniff(io)).await else {
+                let Some((io, protocol)) = opening(&drain.stop, within, sniff(io)).await else {
                     return;
                 };
                 self.requests(io, protocol, at, app, drain).await;
@@ -332,7 +340,9 @@ impl Protocols {
                     draining: Some(drain.draining),
                     watch: Some(watch),
                 };
-                ends.drive(connection, idle).await;
+                // Boxed, as the TLS branch is (`connection`): an HTTP/1.1
+                // connection does not hold the size of HTTP/2's.
+                Box::pin(ends.drive(connection, idle)).await;
             }
         }
     }

@@ -62,6 +62,15 @@ impl<I: AsyncRead + Unpin> AsyncRead for Prefixed<I> {
             let start = self.start;
             buf.put_slice(&self.seen[start..start + take]);
             self.start += take;
+            if self.start == self.len && buf.remaining() > 0 {
+                // What followed, in the same read: hyper reads a head into
+                // 8 KiB, and a head that came in two reads (the sniffed
+                // bytes, then the rest) made it grow that buffer to 16 KiB,
+                // held for as long as the connection streams. Nothing there
+                // yet (or an error, which the next read meets again) still
+                // answers with the sniffed bytes.
+                let _ = Pin::new(&mut self.io).poll_read(cx, buf);
+            }
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut self.io).poll_read(cx, buf)

@@ -49,12 +49,15 @@ pub(super) struct Extras {
 
 #[derive(Debug, Default)]
 pub(super) struct Artifacts {
-    states: HashMap<String, ArtifactState, WordHashBuilder>,
+    /// Boxed: a table's least is four slots, and a run has one artifact
+    /// or two, whose states held inline would take four slots' room with
+    /// every stream.
+    states: HashMap<String, Box<ArtifactState>, WordHashBuilder>,
 }
 
 impl Artifacts {
     pub(super) fn get(&self, id: &str) -> Option<&ArtifactState> {
-        self.states.get(id)
+        self.states.get(id).map(|state| &**state)
     }
 
     /// The artifact's state, created on first sight; `None` once
@@ -65,9 +68,9 @@ impl Artifacts {
                 return None;
             }
             // Only a new artifact pays for an owned key.
-            self.states.insert(id.to_owned(), ArtifactState::default());
+            self.states.insert(id.to_owned(), Box::default());
         }
-        self.states.get_mut(id)
+        self.states.get_mut(id).map(|state| &mut **state)
     }
 
     /// `a2a.artifact` when the name, description, extensions or metadata

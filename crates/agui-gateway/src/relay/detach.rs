@@ -101,12 +101,15 @@ impl Drop for RelayState {
 
 /// The response body's hold on its run: dropped before the run's end (the
 /// client went away), it lets the run go on detached.
-pub(super) struct Attached(pub(super) Option<RelayState>);
+///
+/// Its state is boxed: the body's stream holds it, and so does each step's
+/// future, which would otherwise be one more copy of it in the stream.
+pub(super) struct Attached(pub(super) Option<Box<RelayState>>);
 
 impl Drop for Attached {
     fn drop(&mut self) {
         if let Some(state) = self.0.take() {
-            state.client_left();
+            (*state).client_left();
         }
     }
 }

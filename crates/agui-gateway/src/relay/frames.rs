@@ -54,6 +54,7 @@ impl RelayState {
             usage: &usage,
         };
         self.observer.converted(self.stream.last_events(), progress);
+        self.stream.release_events();
     }
 
     pub(super) fn finish(&mut self, end: StreamEnd) -> Bytes {
@@ -84,7 +85,10 @@ impl RelayState {
                         Some(chunk) => chunk,
                         None => tokio::select! {
                             biased;
-                            _ = self.stop.as_mut() => return self.stopping().await,
+                            // The rare paths boxed (here and `reattach`
+                            // below): a step's future is the size of its
+                            // largest branch, and every stream holds one.
+                            _ = self.stop.as_mut() => return Box::pin(self.stopping()).await,
                             chunk = body.next() => chunk,
                             _ = self.timer.as_mut() => {
                                 let now = Instant::now();
@@ -139,7 +143,7 @@ impl RelayState {
             drop(call);
             // The stream broke: re-attach to the task while it is on (a
             // document body, or a task already over, gives up at once).
-            let shown = match self.reattach().await {
+            let shown = match Box::pin(self.reattach()).await {
                 Healed::Resumed(out) if out.is_empty() => continue,
                 Healed::Resumed(out) | Healed::Ended(out) => return Some(out),
                 Healed::GaveUp(shown) => shown,

@@ -342,7 +342,9 @@ impl RelayState {
             many => Bytes::from(many.concat()),
         };
         if let Some(shared) = &mut self.shared {
-            shared.write(last, &joined, self.observer.finished).await;
+            // Boxed: a step's future is the size of its largest branch,
+            // and every stream holds one; only shared runs need this one.
+            Box::pin(shared.write(last, &joined, self.observer.finished)).await;
         }
         if let Some(log) = &self.run.log {
             log.append(last, joined, self.observer.finished);
@@ -484,7 +486,7 @@ fn relay(
             Some(state.fail(code, message.to_owned()))
         }
     };
-    let attached = (Attached(Some(state)), first);
+    let attached = (Attached(Some(Box::new(state))), first);
     let body = futures::stream::unfold(attached, |(mut attached, first)| async move {
         let state = attached.0.as_mut()?;
         let bytes = match first {
