@@ -33,7 +33,9 @@ pub async fn agui_input(
     let scope = gate::scope(&parts.extensions);
     let run_by = run_by(&agent, &scope, parts, &body);
     let access = AccessNote::noted(&parts.extensions, agent.name(), mode);
-    if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
+    // Boxed, the reconnect and the run: see `agui::run`.
+    let reconnect = Box::pin(resume::reconnect(&state, &parts.headers, &run_by.owner));
+    if let Some(resumed) = reconnect.await? {
         return Ok(resumed);
     }
     gate::budget(&state, &agent, &run_by.caller).await?;
@@ -44,7 +46,7 @@ pub async fn agui_input(
         access,
         mode,
     };
-    Ok(agui::run(state, agent, call).await?)
+    Ok(Box::pin(agui::run(state, agent, call)).await?)
 }
 
 /// Who sent which request: a reconnect must be the same.

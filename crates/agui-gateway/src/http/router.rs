@@ -204,10 +204,12 @@ async fn run_agui(
     gate::allowed(&state, &parts.extensions, &agent)?;
     let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get())
         .traced(parts.extensions.get())
-        .authorized(&agent, parts.extensions.get())
-        .await;
+        .authorized(&agent, parts.extensions.get());
+    // Boxed, the authorization (a token exchange) and the run: see
+    // `agui::run`.
+    let forwarded = Box::pin(forwarded).await;
     let body = read_body(&state, body).await?;
-    agui_input(state, agent, &parts, forwarded, body, mode).await
+    Box::pin(agui_input(state, agent, &parts, forwarded, body, mode)).await
 }
 
 async fn connect(State(state): State<AppHandle>, request: Request) -> Result<Response, ApiError> {
@@ -458,15 +460,16 @@ async fn convert(
         owner: run_by.owner,
         thread: None,
     };
+    // Boxed, as `agui::run` boxes them.
     let opened = relay::open(
         &state,
         agent.clone(),
         forwarded.clone(),
-        call,
+        Box::pin(call),
         conversion,
         identity,
     );
-    Ok(opened.await?)
+    Ok(Box::pin(opened).await?)
 }
 
 /// A request passed through as it came.

@@ -42,11 +42,52 @@ pub(super) struct LogState {
     pub(super) counted: bool,
 }
 
-/// What the converter wrote for one upstream read: frames `first..=last`.
+/// Frames `first..=last`, as written: what the converter wrote for several
+/// upstream reads in a row, in one buffer. A piece per read cost an
+/// allocation, a shared handle and a queue slot per event, about as much
+/// again as the frames (issue 42).
 pub(super) struct Chunk {
     first: u64,
     last: u64,
-    bytes: Bytes,
+    bytes: Frames,
+}
+
+/// A chunk's bytes: still taking frames (the newest chunk), or sealed.
+enum Frames {
+    Open(Vec<u8>),
+    Sealed(Bytes),
+}
+
+impl Frames {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Frames::Open(open) => open,
+            Frames::Sealed(sealed) => sealed,
+        }
+    }
+
+    /// The bytes from `start` on, for a reader (an open chunk's are copied:
+    /// it goes on growing).
+    fn from(&self, start: usize) -> Bytes {
+        match self {
+            Frames::Open(open) => Bytes::copy_from_slice(&open[start..]),
+            Frames::Sealed(sealed) => sealed.slice(start..),
+        }
+    }
+
+    /// Takes no more frames: its room shrunk to what it holds.
+    fn seal(&mut self) {
+        if let Frames::Open(open) = self {
+            *self = Frames::Sealed(Bytes::from(std::mem::take(open)));
+        }
+    }
+}
+
+/// The most a chunk takes before it is sealed: small enough that trimming
+/// a run to its bound (`max_run_bytes`, or the journal's `max_bytes`)
+/// drops whole chunks and keeps close to it.
+fn chunk_room(limits: &crate::config::JournalLimits) -> usize {
+    (limits.max_run_bytes.min(limits.max_bytes) / 8).clamp(1, 2048)
 }
 
 /// Frames read from a log.
@@ -64,7 +105,7 @@ impl LogState {
     pub(super) fn trim_to(&mut self, keep: usize) {
         while self.bytes > keep && self.chunks.len() > 1 {
             if let Some(chunk) = self.chunks.pop_front() {
-                self.bytes -= chunk.bytes.len();
+                self.bytes -= chunk.bytes.as_slice().len();
                 self.first = chunk.last + 1;
             }
         }
@@ -169,9 +210,41 @@ impl RunLog {
             let before = state.bytes;
             if last > state.last {
                 let first = state.last + 1;
+                let room = chunk_room(&journal.limits);
                 state.bytes += bytes.len();
-                state.chunks.push_back(Chunk { first, last, bytes });
                 state.last = last;
+                match state.chunks.back_mut() {
+                    Some(Chunk {
+                        last: chunk_last,
+                        bytes: Frames::Open(open),
+                        ..
+                    }) if open.len() + bytes.len() <= room => {
+                        grow(open, bytes.len());
+                        open.extend_from_slice(&bytes);
+                        *chunk_last = last;
+                    }
+                    back => {
+                        if let Some(back) = back {
+                            back.bytes.seal();
+                        }
+                        let frames = if bytes.len() >= room {
+                            Frames::Sealed(bytes)
+                        } else {
+                            let mut open = Vec::new();
+                            grow(&mut open, bytes.len());
+                            open.extend_from_slice(&bytes);
+                            Frames::Open(open)
+                        };
+                        state.chunks.push_back(Chunk {
+                            first,
+                            last,
+                            bytes: frames,
+                        });
+                    }
+                }
+            }
+            if terminal && let Some(back) = state.chunks.back_mut() {
+                back.bytes.seal();
             }
             state.trim_to(journal.limits.max_run_bytes);
             if state.counted {
@@ -219,13 +292,13 @@ impl RunLog {
         }
         let mut frames = Vec::new();
         for chunk in state.chunks.iter().filter(|c| c.last > after) {
-            if chunk.first > after {
-                frames.push(chunk.bytes.clone());
-                continue;
-            }
-            let start =
-                frame_start(&chunk.bytes, &self.key, after + 1).ok_or(ResumeError::TooOld)?;
-            frames.push(chunk.bytes.slice(start..));
+            let start = if chunk.first > after {
+                0
+            } else {
+                frame_start(chunk.bytes.as_slice(), &self.key, after + 1)
+                    .ok_or(ResumeError::TooOld)?
+            };
+            frames.push(chunk.bytes.from(start));
         }
         Ok(Slice {
             frames,
@@ -259,5 +332,14 @@ impl RunLog {
     pub fn abandon_at(&self, grace: Duration) -> Option<Instant> {
         let state = self.state.lock().ok()?;
         (state.listeners == 0).then(|| state.last_left + grace)
+    }
+}
+
+/// Room for `more` bytes, growing by half again rather than doubling: the
+/// newest chunk of every live run has its slack.
+fn grow(open: &mut Vec<u8>, more: usize) {
+    let needed = open.len() + more;
+    if needed > open.capacity() {
+        open.reserve_exact((needed - open.len()).max(open.len() / 2).max(256));
     }
 }

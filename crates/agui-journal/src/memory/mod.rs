@@ -310,6 +310,27 @@ mod tests {
     }
 
     #[test]
+    fn a_live_run_s_frames_share_a_few_buffers_and_read_back_exactly() {
+        let journal = MemoryJournal::new(JournalLimits::default());
+        let log = journal.open(KEY.to_owned(), identity(None));
+        for n in 1..=50 {
+            log.append(n, frames(n, n), false);
+            // What a follower reads of the open chunk is what was written.
+            let slice = log.read_after(n - 1).unwrap();
+            assert_eq!(joined(&slice), String::from_utf8_lossy(&frames(n, n)));
+        }
+        let chunks = log.state.lock().unwrap().chunks.len();
+        assert!(chunks <= 3, "{chunks} chunks for 50 frames");
+        log.append(51, frames(51, 51), true);
+        for after in [0, 1, 17, 33, 49, 50] {
+            let slice = log.read_after(after).unwrap();
+            let expected = String::from_utf8_lossy(&frames(after + 1, 51)).into_owned();
+            assert_eq!(joined(&slice), expected, "after {after}");
+            assert!(slice.finished);
+        }
+    }
+
+    #[test]
     fn a_run_keeps_its_latest_bytes_and_refuses_older_ids() {
         let limits = JournalLimits {
             max_run_bytes: 200,
