@@ -36,6 +36,7 @@ pub async fn sniff<I: AsyncRead + Unpin>(mut io: I) -> io::Result<(Prefixed<I>, 
                 seen,
                 start: 0,
                 len,
+                failed: None,
                 io,
             },
             protocol,
@@ -48,6 +49,9 @@ pub struct Prefixed<I> {
     seen: [u8; PREFACE.len()],
     start: usize,
     len: usize,
+    /// What the read after the sniffed bytes failed with, for the next
+    /// read (a reset is reported once).
+    failed: Option<io::Error>,
     io: I,
 }
 
@@ -67,11 +71,16 @@ impl<I: AsyncRead + Unpin> AsyncRead for Prefixed<I> {
                 // 8 KiB, and a head that came in two reads (the sniffed
                 // bytes, then the rest) made it grow that buffer to 16 KiB,
                 // held for as long as the connection streams. Nothing there
-                // yet (or an error, which the next read meets again) still
-                // answers with the sniffed bytes.
-                let _ = Pin::new(&mut self.io).poll_read(cx, buf);
+                // yet still answers with the sniffed bytes; an error is the
+                // next read's answer.
+                if let Poll::Ready(Err(err)) = Pin::new(&mut self.io).poll_read(cx, buf) {
+                    self.failed = Some(err);
+                }
             }
             return Poll::Ready(Ok(()));
+        }
+        if let Some(err) = self.failed.take() {
+            return Poll::Ready(Err(err));
         }
         Pin::new(&mut self.io).poll_read(cx, buf)
     }
@@ -104,5 +113,47 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Prefixed<I> {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// Sniffed, then read as hyper reads a head: into one large buffer.
+    async fn sniffed(sent: &[u8]) -> (AgreedProtocol, Vec<u8>) {
+        let (mut client, server) = tokio::io::duplex(64 << 10);
+        client.write_all(sent).await.unwrap();
+        let (mut io, protocol) = sniff(server).await.unwrap();
+        let mut first = vec![0u8; 8192];
+        let n = io.read(&mut first).await.unwrap();
+        first.truncate(n);
+        (protocol, first)
+    }
+
+    #[tokio::test]
+    async fn the_first_read_hands_over_the_sniffed_bytes_and_what_followed() {
+        // A head read in two (the sniffed bytes, then the rest) made hyper
+        // double its read buffer for the connection's life.
+        let head = b"POST /agui HTTP/1.1\r\nhost: gateway\r\ncontent-length: 2\r\n\r\n{}";
+        assert_eq!(sniffed(head).await, (AgreedProtocol::Http1, head.to_vec()));
+        let mut h2 = PREFACE.to_vec();
+        h2.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+        assert_eq!(sniffed(&h2).await, (AgreedProtocol::Http2, h2.clone()));
+    }
+
+    #[tokio::test]
+    async fn a_peer_gone_after_the_sniffed_bytes_is_read_as_such() {
+        let (mut client, server) = tokio::io::duplex(1024);
+        client.write_all(b"GET").await.unwrap();
+        drop(client);
+        let (mut io, protocol) = sniff(server).await.unwrap();
+        assert_eq!(protocol, AgreedProtocol::Http1);
+        let mut buf = vec![0u8; 64];
+        assert_eq!(io.read(&mut buf).await.unwrap(), 3);
+        assert_eq!(&buf[..3], b"GET");
+        assert_eq!(io.read(&mut buf).await.unwrap(), 0);
     }
 }

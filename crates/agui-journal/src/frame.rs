@@ -13,3 +13,15 @@ pub fn frame_start(chunk: &[u8], key: &str, n: u64) -> Option<usize> {
         .position(|w| w.starts_with(b"\n\n") && &w[2..] == needle)
         .map(|at| at + 2)
 }
+
+/// Where what follows frame `n` starts in a chunk: past the blank line
+/// that ends it. What follows may be frames without an id (the
+/// inspector's tapped upstream events, a keep-alive) that go with the
+/// next frame.
+pub fn after_frame(chunk: &[u8], key: &str, n: u64) -> Option<usize> {
+    let start = frame_start(chunk, key, n)?;
+    chunk[start..]
+        .windows(2)
+        .position(|w| w == b"\n\n")
+        .map(|at| start + at + 2)
+}

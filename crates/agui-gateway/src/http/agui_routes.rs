@@ -33,9 +33,7 @@ pub async fn agui_input(
     let scope = gate::scope(&parts.extensions);
     let run_by = run_by(&agent, &scope, parts, &body);
     let access = AccessNote::noted(&parts.extensions, agent.name(), mode);
-    // Boxed, the reconnect and the run: see `agui::run`.
-    let reconnect = Box::pin(resume::reconnect(&state, &parts.headers, &run_by.owner));
-    if let Some(resumed) = reconnect.await? {
+    if let Some(resumed) = resume::reconnect(&state, &parts.headers, &run_by.owner).await? {
         return Ok(resumed);
     }
     gate::budget(&state, &agent, &run_by.caller).await?;
@@ -46,6 +44,7 @@ pub async fn agui_input(
         access,
         mode,
     };
+    // Boxed: see `agui::run`.
     Ok(Box::pin(agui::run(state, agent, call)).await?)
 }
 

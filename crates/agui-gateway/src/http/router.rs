@@ -204,11 +204,10 @@ async fn run_agui(
     gate::allowed(&state, &parts.extensions, &agent)?;
     let forwarded = Forwarded::new(&agent, &parts.headers, parts.extensions.get())
         .traced(parts.extensions.get())
-        .authorized(&agent, parts.extensions.get());
-    // Boxed, the authorization (a token exchange) and the run: see
-    // `agui::run`.
-    let forwarded = Box::pin(forwarded).await;
+        .authorized(&agent, parts.extensions.get())
+        .await;
     let body = read_body(&state, body).await?;
+    // Boxed: see `agui::run`.
     Box::pin(agui_input(state, agent, &parts, forwarded, body, mode)).await
 }
 

@@ -408,6 +408,9 @@ impl RelayState {
         self.record(InputOp::Json, &cancelled);
         let mut out = take_scratch();
         encoded(self.stream.feed_json(&cancelled, now_ms(), &mut out));
+        // Its events are noted before `finish` makes the next ones (it
+        // starts afresh): the cancel's `RUN_FINISHED` is the run's end.
+        self.note_events();
         encoded(
             self.stream
                 .finish(a2a_agui::StreamEnd::Eof, now_ms(), &mut out),

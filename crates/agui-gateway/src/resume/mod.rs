@@ -145,11 +145,15 @@ pub async fn reconnect(
         return Ok(None);
     };
     let id = id?;
-    let found = find(state, &id.key).await.ok_or(ResumeError::Unknown)?;
+    // Boxed where taken (here and in `connect`): every request awaits
+    // this, and a future holds its awaited futures inline (issue 42).
+    let found = Box::pin(find(state, &id.key))
+        .await
+        .ok_or(ResumeError::Unknown)?;
     if found.owner() != *owner {
         return Err(ResumeError::Mismatch.into());
     }
-    follow(state, found, id.n).await.map(Some)
+    Box::pin(follow(state, found, id.n)).await.map(Some)
 }
 
 async fn follow(state: &AppHandle, found: Found, after: u64) -> Result<Response, ResumeRefused> {
@@ -199,9 +203,9 @@ pub async fn connect(
             forwarded,
             reader,
         };
-        return replay::replay(state, ask, empty).await;
+        return Box::pin(replay::replay(state, ask, empty)).await;
     }
-    let Some(found) = thread_run(state, &thread, asked.run_id.as_deref()).await else {
+    let Some(found) = Box::pin(thread_run(state, &thread, asked.run_id.as_deref())).await else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
     let after = match event_id {
@@ -214,7 +218,7 @@ pub async fn connect(
             id.n
         }
     };
-    follow(state, found, after).await
+    Box::pin(follow(state, found, after)).await
 }
 
 /// What a stop came to.

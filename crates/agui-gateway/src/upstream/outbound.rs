@@ -139,14 +139,16 @@ impl Forwarded {
         if !matches!(principal, Some(Principal::Subject(_))) {
             self.subject = None;
         }
-        if let Some(reason) = agent.untrusted().await {
+        // Boxed, the card's check and the token: every request awaits
+        // this, and a future holds its awaited futures inline (issue 42).
+        if let Some(reason) = Box::pin(agent.untrusted()).await {
             self.refusal = Some(Refusal {
                 code: ErrorCode::UpstreamCardUntrusted,
                 message: reason.to_owned(),
             });
             return self;
         }
-        if let Err(err) = self.authorize(agent).await {
+        if let Err(err) = Box::pin(self.authorize(agent)).await {
             tracing::warn!(agent = agent.name(), "no token for the agent: {err}");
             self.refusal = Some(Refusal {
                 code: ErrorCode::UpstreamAuthFailed,

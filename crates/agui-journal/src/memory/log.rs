@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use crate::error::ResumeError;
-use crate::frame::frame_start;
+use crate::frame::after_frame;
 use crate::identity::RunIdentity;
 
 /// One run's frames and who listens to them.
@@ -75,10 +75,12 @@ impl Frames {
         }
     }
 
-    /// Takes no more frames: its room shrunk to what it holds.
+    /// Takes no more frames: its room shrunk to what it holds (a boxed
+    /// slice is exact; `Bytes` from a `Vec` would keep its capacity).
     fn seal(&mut self) {
         if let Frames::Open(open) = self {
-            *self = Frames::Sealed(Bytes::from(std::mem::take(open)));
+            let exact = std::mem::take(open).into_boxed_slice();
+            *self = Frames::Sealed(Bytes::from(exact));
         }
     }
 }
@@ -99,13 +101,20 @@ pub struct Slice {
     pub finished: bool,
 }
 
+impl Chunk {
+    /// The bytes it holds (what the journal counts).
+    pub(super) fn len(&self) -> usize {
+        self.bytes.as_slice().len()
+    }
+}
+
 impl LogState {
     /// Drops the oldest chunks (never the last) until at most `keep`
     /// bytes are held.
     pub(super) fn trim_to(&mut self, keep: usize) {
         while self.bytes > keep && self.chunks.len() > 1 {
             if let Some(chunk) = self.chunks.pop_front() {
-                self.bytes -= chunk.bytes.as_slice().len();
+                self.bytes -= chunk.len();
                 self.first = chunk.last + 1;
             }
         }
@@ -219,7 +228,7 @@ impl RunLog {
                         bytes: Frames::Open(open),
                         ..
                     }) if open.len() + bytes.len() <= room => {
-                        grow(open, bytes.len());
+                        grow(open, bytes.len(), room);
                         open.extend_from_slice(&bytes);
                         *chunk_last = last;
                     }
@@ -231,7 +240,7 @@ impl RunLog {
                             Frames::Sealed(bytes)
                         } else {
                             let mut open = Vec::new();
-                            grow(&mut open, bytes.len());
+                            grow(&mut open, bytes.len(), room);
                             open.extend_from_slice(&bytes);
                             Frames::Open(open)
                         };
@@ -264,6 +273,9 @@ impl RunLog {
     pub fn close(&self) {
         if let Ok(mut state) = self.state.lock() {
             state.finished_at.get_or_insert_with(Instant::now);
+            if let Some(back) = state.chunks.back_mut() {
+                back.bytes.seal();
+            }
         }
         self.last.send_modify(|_| {});
     }
@@ -292,11 +304,12 @@ impl RunLog {
         }
         let mut frames = Vec::new();
         for chunk in state.chunks.iter().filter(|c| c.last > after) {
+            // From past frame `after`: what a chunk holds between two
+            // frames (the inspector's tapped events) goes with the next.
             let start = if chunk.first > after {
                 0
             } else {
-                frame_start(chunk.bytes.as_slice(), &self.key, after + 1)
-                    .ok_or(ResumeError::TooOld)?
+                after_frame(chunk.bytes.as_slice(), &self.key, after).ok_or(ResumeError::TooOld)?
             };
             frames.push(chunk.bytes.from(start));
         }
@@ -335,11 +348,14 @@ impl RunLog {
     }
 }
 
-/// Room for `more` bytes, growing by half again rather than doubling: the
-/// newest chunk of every live run has its slack.
-fn grow(open: &mut Vec<u8>, more: usize) {
+/// Room for `more` bytes, growing by half again rather than doubling (the
+/// newest chunk of every live run has its slack), never past `room`.
+fn grow(open: &mut Vec<u8>, more: usize, room: usize) {
     let needed = open.len() + more;
     if needed > open.capacity() {
-        open.reserve_exact((needed - open.len()).max(open.len() / 2).max(256));
+        let target = (open.len() + open.len() / 2)
+            .max(256)
+            .clamp(needed, room.max(needed));
+        open.reserve_exact(target - open.len());
     }
 }

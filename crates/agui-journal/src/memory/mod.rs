@@ -331,6 +331,53 @@ mod tests {
     }
 
     #[test]
+    fn shared_buffers_keep_the_run_s_bound_and_what_goes_between_frames() {
+        // Room for 256 bytes a chunk: about six frames share one.
+        let limits = JournalLimits {
+            max_run_bytes: 2048,
+            ..JournalLimits::default()
+        };
+        let journal = MemoryJournal::new(limits);
+        let log = journal.open(KEY.to_owned(), identity(None));
+        // Each piece: a tapped upstream event (no id), then its frame;
+        // every tenth piece larger than a chunk's room.
+        let piece = |n: u64| {
+            let mut piece = format!("event: a2a\ndata: {{\"tap\":{n}}}\n\n").into_bytes();
+            piece.extend_from_slice(&frames(n, n));
+            if n.is_multiple_of(10) {
+                piece.extend_from_slice(format!(": {}\n\n", "p".repeat(300)).as_bytes());
+            }
+            Bytes::from(piece)
+        };
+        let mut written = Vec::new();
+        for n in 1..=120 {
+            let bytes = piece(n);
+            written.push(bytes.clone());
+            log.append(n, bytes, false);
+            let state = log.state.lock().unwrap();
+            let held: usize = state.chunks.iter().map(|c| c.len()).sum();
+            assert_eq!(state.bytes, held, "counted bytes are the chunks' bytes");
+            assert!(state.bytes <= 2048 + 400, "{} bytes after {n}", state.bytes);
+            drop(state);
+            assert!(journal.usage().1 <= 2048 + 400, "{:?}", journal.usage());
+        }
+        let first = log.state.lock().unwrap().first;
+        assert!(first > 1, "the run was trimmed");
+        assert_eq!(log.read_after(first - 2).err(), Some(ResumeError::TooOld));
+        // From any frame kept on: exactly the pieces after it, taps and
+        // all, wherever it falls in a chunk.
+        for after in first - 1..=120 {
+            let slice = log.read_after(after).unwrap();
+            let expected: Vec<u8> = written[after as usize..].concat();
+            assert_eq!(
+                joined(&slice),
+                String::from_utf8_lossy(&expected),
+                "after {after}"
+            );
+        }
+    }
+
+    #[test]
     fn a_run_keeps_its_latest_bytes_and_refuses_older_ids() {
         let limits = JournalLimits {
             max_run_bytes: 200,
