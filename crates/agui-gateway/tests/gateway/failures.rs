@@ -54,12 +54,10 @@ async fn every_upstream_failure_ends_in_run_error() {
         failing_run(&gw, "oversized").await["code"],
         "UPSTREAM_EVENT_TOO_LARGE"
     );
-    // Connection refused: nothing listens there.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let gw = gateway_for(&format!("http://{closed}/"), &[]);
+    // Connection refused: nothing listens on the discard port. (A port
+    // bound then freed was taken by another test's server now and then,
+    // which then closed the connection: a read error.)
+    let gw = gateway_for("http://127.0.0.1:9/", &[]);
     assert_eq!(
         failing_run(&gw, "fixed").await["code"],
         "UPSTREAM_UNREACHABLE"
