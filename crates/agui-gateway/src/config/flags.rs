@@ -127,7 +127,7 @@ pub struct ServeArgs {
     /// Seconds of the token budget's fixed window [default: 86400].
     #[arg(long, env = "AGUI_GATEWAY_TOKEN_BUDGET_WINDOW_SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub token_budget_window_secs: Option<u64>,
-    /// Where converted runs are journaled for reconnects: memory, off, redis://HOST[:PORT][/DB] or rediss:// (TLS) [default: memory].
+    /// Where converted runs are journaled for reconnects: memory, off, redis://HOST[:PORT][/DB] or rediss:// (TLS); a Redis Cluster's seeds as HOST:PORT,HOST:PORT [default: memory].
     #[arg(long, env = "AGUI_GATEWAY_JOURNAL")]
     pub journal: Option<String>,
     /// PEM bundle of CAs that may sign a rediss:// journal's certificate (besides the system's).

@@ -142,15 +142,43 @@ fn refusal_of(file: &Path) -> String {
     first.trim_start_matches("Error: ").to_owned()
 }
 
-#[tokio::test]
-async fn sighup_serves_an_added_agent_while_a_run_in_flight_finishes_on_its_configuration() {
-    let (addr, _fake) = fake_upstream().await;
+/// A gateway started on a configuration file of agent `a`, logging to a
+/// file: what a reload test changes.
+struct Started {
+    _fake: Fake,
+    /// The fake agent's address, for the configurations written next.
+    up: String,
+    file: PathBuf,
+    log: PathBuf,
+    gw: Process,
+}
+
+async fn started(test: &str) -> Started {
+    let (addr, fake) = fake_upstream().await;
     let up = addr.to_string();
-    let dir = dir("sighup");
+    let dir = dir(test);
     let file = dir.join("gw.toml");
     std::fs::write(&file, config(&up, &["a"], "")).unwrap();
     let log = dir.join("gateway.log");
     let gw = gateway_logged(&["--config", file.to_str().unwrap()], &log);
+    Started {
+        _fake: fake,
+        up,
+        file,
+        log,
+        gw,
+    }
+}
+
+#[tokio::test]
+async fn sighup_serves_an_added_agent_while_a_run_in_flight_finishes_on_its_configuration() {
+    let Started {
+        _fake,
+        up,
+        file,
+        log,
+        gw,
+    } = started("sighup").await;
     assert!(served(&gw, "a").await);
     assert!(!served(&gw, "b").await);
 
@@ -195,13 +223,13 @@ async fn sighup_serves_an_added_agent_while_a_run_in_flight_finishes_on_its_conf
 
 #[tokio::test]
 async fn a_broken_file_is_refused_with_its_line_and_the_last_good_configuration_serves_on() {
-    let (addr, _fake) = fake_upstream().await;
-    let up = addr.to_string();
-    let dir = dir("broken");
-    let file = dir.join("gw.toml");
-    std::fs::write(&file, config(&up, &["a"], "")).unwrap();
-    let log = dir.join("gateway.log");
-    let gw = gateway_logged(&["--config", file.to_str().unwrap()], &log);
+    let Started {
+        _fake,
+        up,
+        file,
+        log,
+        gw,
+    } = started("broken").await;
     until_counted(&gw, 0, 0, Duration::from_secs(1)).await;
 
     let broken = config(&up, &["a", "b"], "").replace(

@@ -35,15 +35,58 @@ impl std::fmt::Debug for RedisAccess {
     }
 }
 
-/// What reaching the node at `url` takes: its address, the user, and the
-/// password over the URL's.
-fn info(url: &Url, access: &RedisAccess) -> Result<ConnectionInfo, RedisError> {
-    let mut info = url.as_str().into_connection_info()?;
-    if let Some(password) = &access.password {
-        let settings = info.redis_settings().clone().set_password(password);
-        info = info.set_redis_settings(settings);
+/// What reaching any node of the journal's Redis takes, prepared once per
+/// reading of the access files: the password, and for `rediss://` the TLS
+/// material (the system's roots read from disk once, not per connection).
+pub(super) struct Reach {
+    password: Option<String>,
+    certificates: Option<TlsCertificates>,
+}
+
+impl Reach {
+    pub(super) fn new(access: &RedisAccess, tls: bool) -> Reach {
+        Reach {
+            password: access.password.clone(),
+            certificates: tls.then(|| certificates(access)),
+        }
     }
-    Ok(info)
+
+    /// What reaching the node at `url` takes: its address, the user, and
+    /// the password over the URL's.
+    fn info(&self, url: &Url) -> Result<ConnectionInfo, RedisError> {
+        let mut info = url.as_str().into_connection_info()?;
+        if let Some(password) = &self.password {
+            let settings = info.redis_settings().clone().set_password(password);
+            info = info.set_redis_settings(settings);
+        }
+        Ok(info)
+    }
+
+    /// The client for one node, at `url`.
+    pub(super) fn client(&self, url: &Url) -> Result<Client, RedisError> {
+        let info = self.info(url)?;
+        match (&self.certificates, url.scheme()) {
+            (Some(certificates), "rediss") => Client::build_with_tls(info, certificates.clone()),
+            _ => Client::open(info),
+        }
+    }
+
+    /// The client for the cluster `seeds` belong to: it learns the
+    /// cluster's slots from them, and follows redirects and failovers.
+    pub(super) fn cluster(&self, seeds: &[Url]) -> Result<ClusterClient, RedisError> {
+        let infos = seeds
+            .iter()
+            .map(|url| self.info(url))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut builder = ClusterClientBuilder::new(infos)
+            .connection_timeout(CONNECT_TIMEOUT)
+            .response_timeout(RESPONSE_TIMEOUT)
+            .retries(3);
+        if let Some(certificates) = &self.certificates {
+            builder = builder.certs(certificates.clone());
+        }
+        builder.build()
+    }
 }
 
 /// What TLS trusts and shows (for `rediss://`).
@@ -61,32 +104,6 @@ fn certificates(access: &RedisAccess) -> TlsCertificates {
         client_tls,
         root_cert,
     }
-}
-
-/// The client for one node, at `url`, with `access`.
-pub(super) fn client(url: &Url, access: &RedisAccess) -> Result<Client, RedisError> {
-    let info = info(url, access)?;
-    if url.scheme() != "rediss" {
-        return Client::open(info);
-    }
-    Client::build_with_tls(info, certificates(access))
-}
-
-/// The client for the cluster `seeds` belong to, with `access`: it learns
-/// the cluster's slots from them, and follows redirects and failovers.
-pub(super) fn cluster(seeds: &[Url], access: &RedisAccess) -> Result<ClusterClient, RedisError> {
-    let infos = seeds
-        .iter()
-        .map(|url| info(url, access))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut builder = ClusterClientBuilder::new(infos)
-        .connection_timeout(CONNECT_TIMEOUT)
-        .response_timeout(RESPONSE_TIMEOUT)
-        .retries(3);
-    if seeds.first().is_some_and(|url| url.scheme() == "rediss") {
-        builder = builder.certs(certificates(access));
-    }
-    builder.build()
 }
 
 /// How long reaching a node may take, and a reply.

@@ -174,22 +174,20 @@ impl RedisJournal {
             (_, Err(err)) if err.code().is_some() => {}
             (_, Err(err)) => return Err(Unusable::of(&err.into())),
         }
+        // Hashed once for every shard's probe.
+        let probe = Script::new(PROBE);
         for shard in layout.every_shard() {
-            self.probe(&mut conn, &shard).await?;
+            self.probe(&mut conn, &probe, &shard).await?;
         }
         Ok(())
     }
 
     /// Every command the journal sends, on this replica's probe keys in
     /// `shard`.
-    async fn probe(&self, conn: &mut Conn, shard: &Shard) -> Result<(), Unusable> {
+    async fn probe(&self, conn: &mut Conn, script: &Script, shard: &Shard) -> Result<(), Unusable> {
         let key = shard.probe(&self.replica);
         let failed = |err: RedisError| Unusable::of(&SharedError::Redis(err));
-        let _: i64 = Script::new(PROBE)
-            .key(&key)
-            .invoke_async(conn)
-            .await
-            .map_err(failed)?;
+        let _: i64 = script.key(&key).invoke_async(conn).await.map_err(failed)?;
         let (h, l, z, s) = (
             format!("{key}:h"),
             format!("{key}:l"),

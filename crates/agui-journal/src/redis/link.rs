@@ -5,6 +5,8 @@
 //! which on a cluster goes to the node serving the run's shard and follows
 //! `MOVED` and `ASK` when a slot moves.
 
+use std::sync::{Arc, Mutex};
+
 use redis::aio::{
     ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
 };
@@ -56,7 +58,7 @@ impl ConnectionLike for Conn {
 pub(super) struct Link {
     pub conn: Conn,
     pub layout: Layout,
-    tails: Tails,
+    tails: Arc<Tails>,
 }
 
 /// What a follower's connection is made from.
@@ -65,7 +67,44 @@ struct Tails {
     /// connection goes on one Redis, and on a cluster when the cluster
     /// does not say which node serves the run's shard.
     nodes: Vec<Url>,
-    access: RedisAccess,
+    reach: connect::Reach,
+    /// A client per node reached (its TLS settings built once, not per
+    /// follower), at most `MAX_NODE_CLIENTS`.
+    clients: Mutex<Vec<(Url, Client)>>,
+}
+
+/// Node clients kept for followers' connections: a cluster's primaries
+/// and the seeds, well within this.
+const MAX_NODE_CLIENTS: usize = 64;
+
+impl Tails {
+    /// A connection of its own to the node at `url`, for blocking reads.
+    async fn connection(&self, url: &Url) -> Result<MultiplexedConnection, SharedError> {
+        let kept = self.clients.lock().ok().and_then(|clients| {
+            clients
+                .iter()
+                .find(|(at, _)| at == url)
+                .map(|(_, client)| client.clone())
+        });
+        let client = match kept {
+            Some(client) => client,
+            None => {
+                let client = self.reach.client(url)?;
+                if let Ok(mut clients) = self.clients.lock()
+                    && clients.len() < MAX_NODE_CLIENTS
+                {
+                    clients.push((url.clone(), client.clone()));
+                }
+                client
+            }
+        };
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_response_timeout(Some(BLOCK + RESPONSE_TIMEOUT));
+        Ok(client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?)
+    }
 }
 
 /// What `CLUSTER INFO` says of the node.
@@ -76,13 +115,14 @@ enum Mode {
 
 impl Link {
     pub async fn open(nodes: &RedisNodes, access: &RedisAccess) -> Result<Link, SharedError> {
+        let reach = connect::Reach::new(access, nodes.is_tls());
         // The first seed that answers says whether Redis is a cluster;
         // when none does, what the configuration gets wrong is said over
         // an outage.
         let mut failure: Option<SharedError> = None;
         let mut found = None;
         for url in nodes.urls() {
-            match ask_mode(url, access).await {
+            match ask_mode(&reach, url).await {
                 Ok(mode) => {
                     found = Some((url.clone(), mode));
                     break;
@@ -104,14 +144,15 @@ impl Link {
         seeds.extend(nodes.urls().iter().filter(|url| **url != node).cloned());
         let tails = Tails {
             nodes: seeds,
-            access: access.clone(),
+            reach,
+            clients: Mutex::new(Vec::new()),
         };
         match mode {
             Mode::One if nodes.urls().len() > 1 => Err(SharedError::Misconfigured(
                 "several Redis nodes are named, and Redis is not a cluster",
             )),
             Mode::One => {
-                let client = connect::client(&node, access)?;
+                let client = tails.reach.client(&node)?;
                 let config = ConnectionManagerConfig::new()
                     .set_connection_timeout(Some(CONNECT_TIMEOUT))
                     .set_response_timeout(Some(RESPONSE_TIMEOUT))
@@ -121,7 +162,7 @@ impl Link {
                 Ok(Link {
                     conn: Conn::One(manager),
                     layout: Layout::Single,
-                    tails,
+                    tails: Arc::new(tails),
                 })
             }
             Mode::Cluster if nodes.urls().iter().any(|url| database(url) != 0) => {
@@ -131,13 +172,13 @@ impl Link {
                 ))
             }
             Mode::Cluster => {
-                let client = connect::cluster(&tails.nodes, access)?;
+                let client = tails.reach.cluster(&tails.nodes)?;
                 let mut conn = client.get_async_connection().await?;
                 let _: String = redis::cmd("PING").query_async(&mut conn).await?;
                 Ok(Link {
                     conn: Conn::Cluster(conn),
                     layout: Layout::Sharded,
-                    tails,
+                    tails: Arc::new(tails),
                 })
             }
         }
@@ -151,7 +192,7 @@ impl Link {
     pub async fn tail(&self, key: &str) -> Result<Tail, SharedError> {
         let log = self.layout.of_run(key).log(key);
         let Conn::Cluster(cluster) = &self.conn else {
-            let connection = tail_connection(&self.tails.nodes[0], &self.tails.access).await?;
+            let connection = self.tails.connection(&self.tails.nodes[0]).await?;
             return Ok(Tail {
                 connection,
                 log,
@@ -164,12 +205,12 @@ impl Link {
             .and_then(|address| at(&self.tails.nodes[0], &address));
         let mut failure = SharedError::NotConnected;
         for url in owner.iter().chain(&self.tails.nodes) {
-            match tail_connection(url, &self.tails.access).await {
+            match self.tails.connection(url).await {
                 Ok(connection) => {
                     return Ok(Tail {
                         connection,
                         log,
-                        cluster: Some((self.tails.nodes[0].clone(), self.tails.access.clone())),
+                        cluster: Some(self.tails.clone()),
                     });
                 }
                 Err(err) => failure = err,
@@ -218,10 +259,10 @@ async fn owner(cluster: &mut ClusterConnection, slot: u16) -> Option<String> {
 
 /// Asks the node at `url` whether it is a cluster's (on database 0: a
 /// cluster node refuses any other, which is said as such afterwards).
-async fn ask_mode(url: &Url, access: &RedisAccess) -> Result<Mode, SharedError> {
+async fn ask_mode(reach: &connect::Reach, url: &Url) -> Result<Mode, SharedError> {
     let mut url = url.clone();
     url.set_path("/0");
-    let client = connect::client(&url, access)?;
+    let client = reach.client(&url)?;
     let config = AsyncConnectionConfig::new()
         .set_connection_timeout(Some(CONNECT_TIMEOUT))
         .set_response_timeout(Some(RESPONSE_TIMEOUT));
@@ -288,19 +329,6 @@ fn at(url: &Url, address: &str) -> Option<Url> {
     Some(url)
 }
 
-async fn tail_connection(
-    url: &Url,
-    access: &RedisAccess,
-) -> Result<MultiplexedConnection, SharedError> {
-    let config = AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(CONNECT_TIMEOUT))
-        .set_response_timeout(Some(BLOCK + RESPONSE_TIMEOUT));
-    let client: Client = connect::client(url, access)?;
-    Ok(client
-        .get_multiplexed_async_connection_with_config(&config)
-        .await?)
-}
-
 /// How many redirects one read follows: a slot being moved answers `ASK`
 /// then `MOVED`; more than that is a cluster still changing, read again
 /// later.
@@ -311,9 +339,9 @@ pub struct Tail {
     connection: MultiplexedConnection,
     /// The run's log.
     pub(super) log: String,
-    /// On a cluster: the URL a redirect's node is reached like, and the
-    /// access files' content.
-    cluster: Option<(Url, RedisAccess)>,
+    /// On a cluster: how a redirect's node is reached (like the first
+    /// node).
+    cluster: Option<Arc<Tails>>,
 }
 
 impl Tail {
@@ -335,12 +363,11 @@ impl Tail {
                 Ok(value) => return Ok(value),
                 Err(err) => err,
             };
-            let (Some((like, access)), Some((address, _))) = (&self.cluster, err.redirect_node())
-            else {
+            let (Some(tails), Some((address, _))) = (&self.cluster, err.redirect_node()) else {
                 return Err(err.into());
             };
-            let url = at(like, address).ok_or(SharedError::Malformed("redirect"))?;
-            self.connection = tail_connection(&url, access).await?;
+            let url = at(&tails.nodes[0], address).ok_or(SharedError::Malformed("redirect"))?;
+            self.connection = tails.connection(&url).await?;
             asking = err.code() == Some("ASK");
         }
         Err(SharedError::Malformed("too many redirects"))

@@ -225,12 +225,6 @@ impl RedisJournal {
         self.link().is_some()
     }
 
-    /// Whether the link is to a Redis Cluster (the keys are sharded).
-    pub fn is_cluster(&self) -> bool {
-        self.link()
-            .is_some_and(|link| link.layout == Layout::Sharded)
-    }
-
     /// Reaches Redis anew with `access` (its files changed: a renewed
     /// certificate, a rotated password); on failure the link that works
     /// stays.
