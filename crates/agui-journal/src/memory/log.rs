@@ -68,7 +68,7 @@ impl Frames {
 
     /// The bytes from `start` on, for a reader (an open chunk's are copied:
     /// it goes on growing).
-    fn from(&self, start: usize) -> Bytes {
+    fn after(&self, start: usize) -> Bytes {
         match self {
             Frames::Open(open) => Bytes::copy_from_slice(&open[start..]),
             Frames::Sealed(sealed) => sealed.slice(start..),
@@ -311,7 +311,7 @@ impl RunLog {
             } else {
                 after_frame(chunk.bytes.as_slice(), &self.key, after).ok_or(ResumeError::TooOld)?
             };
-            frames.push(chunk.bytes.from(start));
+            frames.push(chunk.bytes.after(start));
         }
         Ok(Slice {
             frames,
